@@ -1,0 +1,1 @@
+"""Built-in backends. Each subpackage exposes ``kernels() -> list[harness.protocol.KernelSpec]``."""

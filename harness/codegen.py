@@ -1,0 +1,204 @@
+"""Compile-only comparison: what each kernel compiles to, without a GPU.
+
+For every kernel, ``Kernel.codegen`` runs in an isolated worker; the harness then fills what the
+backend left out — registers, spills and static shared memory from ``ptxas -v`` on the PTX —
+counts the kernel module's lines of code, and lists the hardware features found in the PTX.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from harness.isolate import Worker, WorkerDied
+from harness.protocol import Artifacts, KernelSpec, Problem, Rung
+from harness.results import Status
+
+__all__ = ["PTX_FEATURES", "codegen_records", "count_loc", "ptx_features", "ptxas_resources"]
+
+#: feature -> regex over PTX text. Order is the order of the report's table.
+PTX_FEATURES: dict[str, str] = {
+    "mma.sync": r"\bmma\.sync\.aligned",
+    "wgmma": r"\bwgmma\.mma_async",
+    "tma_load": r"cp\.async\.bulk\.tensor\.\dd\.shared::cluster\.global",
+    "tma_store": r"cp\.async\.bulk\.tensor\.\dd\.global\.shared::cta",
+    "tma_multicast": r"cp\.async\.bulk\.tensor[\w.:]*\.multicast::cluster",
+    "mbarrier": r"\bmbarrier\.",
+    "cluster": r"\.reqnctapercluster|\.explicitcluster|%cluster_ctarank|barrier\.cluster",
+    "setmaxnreg": r"\bsetmaxnreg\.",
+    "stmatrix": r"\bstmatrix\.",
+    "tcgen05.mma.cta_group::2": r"tcgen05\.mma\.cta_group::2",
+    "tcgen05.alloc.cta_group::2": r"tcgen05\.alloc\.cta_group::2",
+    "tcgen05.mma": r"tcgen05\.mma\b",
+    "clc": r"clusterlaunchcontrol\.try_cancel",
+}
+
+
+def ptx_features(ptx: str) -> list[str]:
+    return [name for name, rx in PTX_FEATURES.items() if re.search(rx, ptx)]
+
+
+def find_ptxas() -> str | None:
+    """``$PTXAS``, ptxas on PATH, the CUDA toolkit's, or the one Triton ships."""
+    for cand in (os.environ.get("PTXAS"), shutil.which("ptxas"), "/usr/local/cuda/bin/ptxas"):
+        if cand and Path(cand).is_file():
+            return cand
+    spec = importlib.util.find_spec("triton")
+    if spec and spec.origin:
+        bundled = Path(spec.origin).parent / "backends" / "nvidia" / "bin" / "ptxas"
+        if bundled.is_file():
+            return str(bundled)
+    return None
+
+
+_RES = re.compile(
+    r"Compiling entry function '(?P<fn>[^']+)' for '(?P<arch>\w+)'.*?"
+    r"(?:(?P<spst>\d+) bytes spill stores, (?P<spld>\d+) bytes spill loads.*?)?"
+    r"Used (?P<regs>\d+) registers(?:.*?(?P<smem>\d+) bytes smem)?",
+    re.S,
+)
+
+
+def ptxas_resources(ptx: str, arch: str) -> dict[str, int] | None:
+    """Registers, spill bytes and static shared memory of the largest kernel in ``ptx``."""
+    ptxas = find_ptxas()
+    if ptxas is None or not ptx:
+        return None
+    with tempfile.TemporaryDirectory() as tmp:
+        src = Path(tmp) / "k.ptx"
+        src.write_text(ptx)
+        try:
+            r = subprocess.run([ptxas, f"-arch={arch}", "-v", str(src), "-o", str(Path(tmp) / "k.o")],
+                               capture_output=True, text=True, timeout=300)
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+    if r.returncode != 0:
+        return None
+    best: dict[str, int] | None = None
+    for block in r.stderr.split("ptxas info    : Compiling entry function")[1:]:
+        m = _RES.search("Compiling entry function" + block)
+        if not m:
+            continue
+        res = {
+            "registers": int(m["regs"]),
+            "spill_bytes": int(m["spst"] or 0) + int(m["spld"] or 0),
+            "shared_bytes": int(m["smem"] or 0),
+        }
+        if best is None or res["registers"] > best["registers"]:
+            best = res
+    return best
+
+
+def count_loc(module: str) -> int | None:
+    """Non-blank, non-comment lines of a kernel module (docstrings count as code-adjacent text
+    and are excluded too, so the number measures the kernel itself)."""
+    try:
+        spec = importlib.util.find_spec(module)
+    except ImportError:
+        return None
+    if spec is None or not spec.origin or not spec.origin.endswith(".py"):
+        return None
+    lines = Path(spec.origin).read_text().splitlines()
+    n, in_doc, quote = 0, False, ""
+    for raw in lines:
+        line = raw.strip()
+        if in_doc:
+            if quote in line:
+                in_doc = False
+            continue
+        if line.startswith(('"""', "'''")):
+            quote = line[:3]
+            if not (len(line) >= 6 and line.endswith(quote)):
+                in_doc = True
+            continue
+        if line and not line.startswith("#"):
+            n += 1
+    return n
+
+
+def _record(spec: KernelSpec, arch: str) -> dict[str, Any]:
+    return {
+        "kernel": spec.id,
+        "backend": spec.backend,
+        "name": spec.name,
+        "rung": int(spec.rung),
+        "rung_name": Rung(spec.rung).label,
+        "arch": arch,
+        "status": Status.ERROR.value,
+        "reason": None,
+        "registers": None,
+        "spill_bytes": None,
+        "shared_bytes": None,
+        "compile_seconds": None,
+        "lines_of_code": count_loc(spec.module),
+        "features": [],
+        "raw_ptx": [],
+        "notes": [],
+        "ptx_bytes": None,
+    }
+
+
+def codegen_records(
+    specs: Sequence[KernelSpec], problem: Problem, timeout_s: float = 600.0,
+    log: Callable[[str], None] = lambda _m: None, ptx_dir: Path | None = None,
+) -> Iterator[dict[str, Any]]:
+    """One codegen record per kernel (the reference library has no PTX and is skipped)."""
+    for spec in specs:
+        if spec.rung == Rung.CUBLAS:
+            continue
+        arch = spec.arch
+        rec = _record(spec, arch)
+        missing = spec.missing_requirements()
+        if missing:
+            rec.update(status=Status.UNSUPPORTED.value,
+                       reason=f"not installed here: {', '.join(missing)}")
+            log(f"    {spec.id:<40} {rec['status']:<11} {rec['reason']}")
+            yield rec
+            continue
+        w = Worker(spec, device="cpu")
+        try:
+            reply = w.call({"op": "codegen", "problem": problem, "arch": arch}, timeout=timeout_s)
+        except TimeoutError as e:
+            rec.update(status=Status.TIMEOUT.value, reason=str(e))
+            reply = None
+        except WorkerDied as e:
+            rec.update(reason=str(e))
+            reply = None
+        finally:
+            w.stop()
+        if reply is not None and reply.get("status") == Status.ERROR.value:
+            rec.update(reason=reply.get("error"))
+        elif reply is not None:
+            art: Artifacts = reply["artifacts"]
+            rec.update(
+                status=Status.OK.value,
+                registers=art.registers,
+                spill_bytes=art.spill_bytes,
+                shared_bytes=art.shared_bytes,
+                compile_seconds=art.compile_seconds
+                if art.compile_seconds is not None else reply["wall_s"],
+                raw_ptx=list(art.raw_ptx),
+                notes=list(art.notes),
+            )
+            if art.ptx:
+                rec["ptx_bytes"] = len(art.ptx)
+                rec["features"] = ptx_features(art.ptx)
+                if art.registers is None:
+                    res = ptxas_resources(art.ptx, arch)
+                    if res:
+                        rec.update(res)
+                if ptx_dir is not None:
+                    ptx_dir.mkdir(parents=True, exist_ok=True)
+                    (ptx_dir / (spec.id.replace("/", "__") + ".ptx")).write_text(art.ptx)
+        regs = rec["registers"]
+        log(f"    {spec.id:<40} {rec['status']:<11} "
+            + (f"{regs} regs, {len(rec['features'])} features" if rec["status"] == "ok"
+               else str(rec["reason"])))
+        yield rec

@@ -1,0 +1,66 @@
+"""Host-side environment facts for a results document (the device side comes from a worker)."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import os
+import platform
+import socket
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+#: Distributions whose versions every results document records (absent ones are null).
+TRACKED_DISTRIBUTIONS = (
+    "torch",
+    "triton",
+    "nvidia-cutlass-dsl",
+    "apache-tvm",
+    "apache-tvm-ffi",
+    "tilus",
+    "nvidia-ml-py",
+    "cuda-bindings",
+    "numpy",
+)
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+def package_versions() -> dict[str, str | None]:
+    out: dict[str, str | None] = {}
+    for dist in TRACKED_DISTRIBUTIONS:
+        try:
+            out[dist] = importlib.metadata.version(dist)
+        except importlib.metadata.PackageNotFoundError:
+            out[dist] = None
+    return out
+
+
+def git_state(root: Path = REPO_ROOT) -> dict[str, Any]:
+    """Commit SHA and whether the work tree differs from it (None outside a git checkout)."""
+
+    def git(*args: str) -> str | None:
+        try:
+            r = subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True,
+                               timeout=10)
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+        return r.stdout.strip() if r.returncode == 0 else None
+
+    sha = git("rev-parse", "HEAD")
+    if sha is None:  # a copy of the tree without .git (e.g. shipped to a GPU host)
+        return {"git_sha": os.environ.get("GEMM_STUDY_GIT_SHA"), "git_dirty": None}
+    status = git("status", "--porcelain", "--untracked-files=no")
+    return {"git_sha": sha, "git_dirty": bool(status) if status is not None else None}
+
+
+def host_environment() -> dict[str, Any]:
+    return {
+        "host": socket.gethostname(),
+        "platform": platform.platform(),
+        "python_executable": sys.executable,
+        "argv": sys.argv[1:],
+        "packages": package_versions(),
+        **git_state(),
+    }

@@ -1,0 +1,137 @@
+"""NVML telemetry (SM clock, power, temperature) sampled in a thread during a measurement.
+
+Uses ``pynvml`` (package ``nvidia-ml-py``). Where NVML is missing (no GPU, CPU test kernels) the
+sampler records nothing and every summary field is ``None``.
+"""
+
+from __future__ import annotations
+
+import statistics
+import threading
+from dataclasses import asdict, dataclass
+from typing import Any
+
+__all__ = ["Telemetry", "TelemetrySampler", "nvml_device_info"]
+
+
+@dataclass(frozen=True)
+class Telemetry:
+    samples: int
+    sm_clock_mhz_mean: float | None = None
+    sm_clock_mhz_min: float | None = None
+    sm_clock_mhz_max: float | None = None
+    power_w_mean: float | None = None
+    power_w_max: float | None = None
+    temp_c_max: float | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _nvml_handle(index: int) -> Any:
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        return pynvml.nvmlDeviceGetHandleByIndex(index)
+    except Exception:  # noqa: BLE001 - any NVML failure means "no telemetry"
+        return None
+
+
+def nvml_device_info(index: int = 0) -> dict[str, Any]:
+    """Driver version, power limit and max SM clock, or an empty dict without NVML."""
+    handle = _nvml_handle(index)
+    if handle is None:
+        return {}
+    import pynvml
+
+    info: dict[str, Any] = {}
+    for key, fn in (
+        ("driver", lambda: pynvml.nvmlSystemGetDriverVersion()),
+        ("power_limit_w", lambda: pynvml.nvmlDeviceGetEnforcedPowerLimit(handle) / 1000.0),
+        ("max_sm_clock_mhz", lambda: pynvml.nvmlDeviceGetMaxClockInfo(handle, pynvml.NVML_CLOCK_SM)),
+        ("max_mem_clock_mhz", lambda: pynvml.nvmlDeviceGetMaxClockInfo(handle, pynvml.NVML_CLOCK_MEM)),
+    ):
+        try:
+            value = fn()
+            info[key] = value.decode() if isinstance(value, bytes) else value
+        except Exception:  # noqa: BLE001
+            info[key] = None
+    return info
+
+
+class TelemetrySampler:
+    """Context manager sampling NVML every ``interval_s`` while the body runs."""
+
+    def __init__(self, device_index: int = 0, interval_s: float = 0.02, enabled: bool = True):
+        self._handle = _nvml_handle(device_index) if enabled else None
+        self._interval = interval_s
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._clock: list[float] = []
+        self._power: list[float] = []
+        self._temp: list[float] = []
+
+    def _sample(self) -> None:
+        import pynvml
+
+        h = self._handle
+        while True:
+            try:
+                self._clock.append(pynvml.nvmlDeviceGetClockInfo(h, pynvml.NVML_CLOCK_SM))
+                self._power.append(pynvml.nvmlDeviceGetPowerUsage(h) / 1000.0)
+                self._temp.append(pynvml.nvmlDeviceGetTemperature(h, pynvml.NVML_TEMPERATURE_GPU))
+            except Exception:  # noqa: BLE001 - a failed read ends sampling, not the run
+                return
+            if self._stop.wait(self._interval):
+                return
+
+    def __enter__(self) -> TelemetrySampler:
+        if self._handle is not None:
+            self._thread = threading.Thread(target=self._sample, daemon=True)
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=1.0)
+
+    def summary(self) -> Telemetry:
+        if not self._clock:
+            return Telemetry(samples=0)
+        return Telemetry(
+            samples=len(self._clock),
+            sm_clock_mhz_mean=statistics.fmean(self._clock),
+            sm_clock_mhz_min=min(self._clock),
+            sm_clock_mhz_max=max(self._clock),
+            power_w_mean=statistics.fmean(self._power) if self._power else None,
+            power_w_max=max(self._power) if self._power else None,
+            temp_c_max=max(self._temp) if self._temp else None,
+        )
+
+
+def merge(parts: list[Telemetry]) -> Telemetry:
+    """Combine the telemetry of several measurement rounds (sample-weighted means)."""
+    parts = [p for p in parts if p.samples]
+    if not parts:
+        return Telemetry(samples=0)
+    n = sum(p.samples for p in parts)
+
+    def wmean(field: str) -> float | None:
+        vals = [(getattr(p, field), p.samples) for p in parts if getattr(p, field) is not None]
+        return sum(v * w for v, w in vals) / sum(w for _, w in vals) if vals else None
+
+    def agg(field: str, fn: Any) -> float | None:
+        vals = [getattr(p, field) for p in parts if getattr(p, field) is not None]
+        return fn(vals) if vals else None
+
+    return Telemetry(
+        samples=n,
+        sm_clock_mhz_mean=wmean("sm_clock_mhz_mean"),
+        sm_clock_mhz_min=agg("sm_clock_mhz_min", min),
+        sm_clock_mhz_max=agg("sm_clock_mhz_max", max),
+        power_w_mean=wmean("power_w_mean"),
+        power_w_max=agg("power_w_max", max),
+        temp_c_max=agg("temp_c_max", max),
+    )

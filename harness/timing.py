@@ -1,0 +1,168 @@
+"""Timing: rotated input sets, time-based warm-up, per-launch CUDA events, robust statistics.
+
+The measurement follows CUTLASS's GEMM guidelines and ``triton.testing.do_bench``:
+
+* inputs rotate over enough (A, B, D) sets to total at least ``rotate_factor`` x the L2 size
+  (queried from the device), so no launch finds its operands already cached;
+* a warm-up of at least ``warmup_s`` seconds of back-to-back launches lets clocks settle;
+* every launch is bracketed by CUDA events recorded on the launching stream (one event ends a
+  sample and starts the next), so a sample is GPU time of exactly one launch;
+* at least ``min_samples`` samples and at least ``min_time_s`` of measured time are taken.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from harness.protocol import Problem
+
+__all__ = ["Stats", "TimerSettings", "rotation_sets", "summarize", "time_launches"]
+
+
+@dataclass(frozen=True)
+class TimerSettings:
+    warmup_s: float = 1.0
+    min_samples: int = 100
+    min_time_s: float = 0.5
+    max_samples: int = 20000
+    rounds: int = 4
+    rotate_factor: float = 2.0
+    max_rotation_bytes: int = 8 << 30
+
+    def __post_init__(self) -> None:
+        if self.min_samples < 1 or self.rounds < 1 or self.max_samples < self.min_samples:
+            raise ValueError(f"inconsistent timer settings: {self}")
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Stats:
+    """Summary of per-launch times in milliseconds."""
+
+    n: int
+    median_ms: float
+    p20_ms: float
+    p80_ms: float
+    mean_ms: float
+    min_ms: float
+    cv: float
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _quantile(sorted_xs: Sequence[float], q: float) -> float:
+    """Linear-interpolated quantile of sorted data (numpy's default method)."""
+    pos = (len(sorted_xs) - 1) * q
+    lo = math.floor(pos)
+    hi = min(lo + 1, len(sorted_xs) - 1)
+    return sorted_xs[lo] + (sorted_xs[hi] - sorted_xs[lo]) * (pos - lo)
+
+
+def summarize(samples_ms: Sequence[float]) -> Stats:
+    """Median, p20/p80, mean, min and coefficient of variation (stdev / mean)."""
+    if not samples_ms:
+        raise ValueError("no samples to summarize")
+    xs = sorted(float(x) for x in samples_ms)
+    mean = statistics.fmean(xs)
+    cv = statistics.stdev(xs) / mean if len(xs) > 1 and mean > 0 else 0.0
+    return Stats(len(xs), _quantile(xs, 0.5), _quantile(xs, 0.2), _quantile(xs, 0.8), mean, xs[0], cv)
+
+
+def rotation_sets(problem: Problem, l2_bytes: int, settings: TimerSettings) -> int:
+    """How many (A, B, D) sets make at least ``rotate_factor`` x L2 (at least 2)."""
+    per_set = problem.bytes_per_set()
+    want = math.ceil(settings.rotate_factor * l2_bytes / per_set)
+    cap = max(2, settings.max_rotation_bytes // per_set)
+    return int(max(2, min(want, cap)))
+
+
+class _Clock:
+    """CUDA events on the current stream, or a host clock for CPU test kernels."""
+
+    def __init__(self, device: str) -> None:
+        self.cuda = device == "cuda"
+        if self.cuda:
+            import torch
+
+            self._torch = torch
+
+    def sync(self) -> None:
+        if self.cuda:
+            self._torch.cuda.synchronize()
+
+    def marks(self, n: int) -> list[Any]:
+        if self.cuda:
+            return [self._torch.cuda.Event(enable_timing=True) for _ in range(n)]
+        return [0.0] * n
+
+    def mark(self, marks: list[Any], i: int) -> None:
+        if self.cuda:
+            marks[i].record()
+        else:
+            marks[i] = time.perf_counter()
+
+    def elapsed_ms(self, marks: list[Any]) -> list[float]:
+        if self.cuda:
+            return [marks[i].elapsed_time(marks[i + 1]) for i in range(len(marks) - 1)]
+        return [(marks[i + 1] - marks[i]) * 1e3 for i in range(len(marks) - 1)]
+
+
+def _run_batch(
+    clock: _Clock, launch: Callable[..., None], sets: Sequence[tuple[Any, Any, Any]], n: int,
+    start: int,
+) -> list[float]:
+    marks = clock.marks(n + 1)
+    clock.mark(marks, 0)
+    for i in range(n):
+        a, b, d = sets[(start + i) % len(sets)]
+        launch(a, b, d)
+        clock.mark(marks, i + 1)
+    clock.sync()
+    return clock.elapsed_ms(marks)
+
+
+def warm_up(
+    launch: Callable[..., None], sets: Sequence[tuple[Any, Any, Any]], seconds: float, device: str
+) -> int:
+    """Launch back to back for at least ``seconds`` of wall time; returns launches made."""
+    clock = _Clock(device)
+    done, batch = 0, 1
+    t0 = time.perf_counter()
+    while True:
+        for i in range(batch):
+            a, b, d = sets[(done + i) % len(sets)]
+            launch(a, b, d)
+        clock.sync()
+        done += batch
+        if time.perf_counter() - t0 >= seconds:
+            return done
+        batch = min(batch * 2, 256)
+
+
+def time_launches(
+    launch: Callable[..., None],
+    sets: Sequence[tuple[Any, Any, Any]],
+    min_samples: int,
+    min_time_s: float,
+    max_samples: int,
+    device: str = "cuda",
+) -> list[float]:
+    """Per-launch times (ms): at least ``min_samples`` and ``min_time_s`` of GPU time."""
+    clock = _Clock(device)
+    # A first small batch estimates the launch time so the rest can be sized in one go.
+    samples = _run_batch(clock, launch, sets, min(10, min_samples), 0)
+    est = max(statistics.median(samples), 1e-4)
+    want = max(min_samples, math.ceil(min_time_s * 1e3 / est))
+    want = min(want, max_samples)
+    while len(samples) < want:
+        n = min(want - len(samples), 2000)
+        samples += _run_batch(clock, launch, sets, n, len(samples))
+    return samples

@@ -1,0 +1,60 @@
+"""Shared fixtures: the repository root, a site folder that 'installs' the toy plugin."""
+
+from __future__ import annotations
+
+import os
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PLUGIN_SRC = ROOT / "tests" / "plugin"
+
+
+def make_plugin_site(dest: Path) -> Path:
+    """Install the toy plugin into ``dest`` as an installer would (dist-info + entry points).
+
+    Its metadata is generated from the plugin's own pyproject.toml, so the entry point under
+    test is exactly the one a third party would declare; the package source is left in place
+    and found through PYTHONPATH.
+    """
+    meta = tomllib.loads((PLUGIN_SRC / "pyproject.toml").read_text())["project"]
+    info = dest / f"{meta['name'].replace('-', '_')}-{meta['version']}.dist-info"
+    info.mkdir(parents=True, exist_ok=True)
+    (info / "METADATA").write_text(
+        f"Metadata-Version: 2.1\nName: {meta['name']}\nVersion: {meta['version']}\n"
+    )
+    lines = []
+    for group, eps in meta["entry-points"].items():
+        lines.append(f"[{group}]")
+        lines += [f"{name} = {value}" for name, value in eps.items()]
+    (info / "entry_points.txt").write_text("\n".join(lines) + "\n")
+    return dest
+
+
+@pytest.fixture(scope="session")
+def plugin_env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """Environment for a subprocess that sees the toy plugin as an installed distribution."""
+    site = make_plugin_site(tmp_path_factory.mktemp("site"))
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(
+        [str(site), str(PLUGIN_SRC), str(ROOT), env.get("PYTHONPATH", "")]
+    ).rstrip(os.pathsep)
+    env["PYTHONUNBUFFERED"] = "1"
+    return env
+
+
+@pytest.fixture()
+def plugin_on_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make the toy plugin discoverable in this process."""
+    site = make_plugin_site(tmp_path / "site")
+    monkeypatch.syspath_prepend(str(PLUGIN_SRC))
+    monkeypatch.syspath_prepend(str(site))
+    import importlib
+
+    importlib.invalidate_caches()
+    yield
+    sys.modules.pop("toy_gemm_plugin", None)
+    sys.modules.pop("toy_gemm_plugin.kernels", None)

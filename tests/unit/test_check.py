@@ -1,0 +1,100 @@
+from __future__ import annotations
+
+import math
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from harness.check import check_kernel, compare, tolerances, validate_operands  # noqa: E402
+from harness.protocol import Problem  # noqa: E402
+
+
+def _ok(a, b, out):
+    out.copy_(torch.matmul(a.float(), b.float().T).to(out.dtype))
+
+
+def test_tolerance_scales_with_sqrt_k_and_dtype() -> None:
+    a1, r1 = tolerances(Problem(8, 8, 1024))
+    a4, r4 = tolerances(Problem(8, 8, 4096))
+    assert a4 == pytest.approx(2 * a1)
+    assert r1 == r4
+    ab, rb = tolerances(Problem(8, 8, 1024, "bf16"))
+    assert ab == pytest.approx(8 * a1) and rb == pytest.approx(8 * r1)
+
+
+def test_correct_kernel_passes_on_fresh_inputs() -> None:
+    for dtype in ("fp16", "bf16"):
+        r = check_kernel(Problem(96, 80, 264, dtype), _ok, device="cpu", checks=2)
+        assert r.passed, r.summary()
+        assert r.checks == 2
+
+
+def test_kernel_missing_one_k_slice_fails() -> None:
+    def drops_last_k(a, b, out):
+        out.copy_(torch.matmul(a[:, :-8].float(), b[:, :-8].float().T).to(out.dtype))
+
+    r = check_kernel(Problem(64, 64, 1024), drops_last_k, device="cpu")
+    assert not r.passed
+    assert r.max_abs_err > r.atol
+
+
+def test_unwritten_output_keeps_nan_poison_and_fails() -> None:
+    def skips_a_tile(a, b, out):
+        out[:, :-16].copy_(torch.matmul(a.float(), b[:-16].float().T).to(out.dtype))
+
+    r = check_kernel(Problem(64, 64, 64), skips_a_tile, device="cpu")
+    assert not r.passed
+    assert r.nonfinite == 64 * 16
+
+
+def test_nan_never_passes_even_where_reference_is_nan() -> None:
+    p = Problem(4, 4, 8)
+    ref = torch.zeros(4, 4, dtype=torch.float16)
+    out = ref.clone()
+    out[0, 0] = math.nan
+    assert not compare(p, out, ref).passed
+    ref[0, 0] = math.nan
+    assert not compare(p, out, ref).passed
+
+
+@pytest.mark.parametrize(
+    "mutate, message",
+    [
+        (lambda a, b, d: (a.to(torch.bfloat16), b, d), "A: dtype"),
+        (lambda a, b, d: (a, b[:, :-8].contiguous(), d), "B: shape"),
+        (lambda a, b, d: (a, b, d.T.contiguous().T), "D: layout"),
+        (lambda a, b, d: (a[:, :64].contiguous().T.contiguous().T, b, d), "A: shape"),
+        (lambda a, b, d: (a, b, torch.empty(64, 65, dtype=d.dtype)[:, :64]), "D: layout"),
+        (lambda a, b, d: ([1, 2], b, d), "A: expected a torch.Tensor"),
+    ],
+)
+def test_validation_names_the_problem(mutate, message) -> None:
+    p = Problem(64, 64, 128)
+    a = torch.zeros(64, 128, dtype=torch.float16)
+    b = torch.zeros(64, 128, dtype=torch.float16)
+    d = torch.zeros(64, 64, dtype=torch.float16)
+    validate_operands(p, a, b, d, device="cpu")
+    with pytest.raises(ValueError, match=message):
+        validate_operands(p, *mutate(a, b, d), device="cpu")
+
+
+def test_validation_requires_cuda_tensors_and_k_alignment() -> None:
+    p = Problem(8, 8, 16)
+    t = [torch.zeros(8, 16, dtype=torch.float16)] * 2 + [torch.zeros(8, 8, dtype=torch.float16)]
+    with pytest.raises(ValueError, match="A: expected a cuda tensor"):
+        validate_operands(p, *t)
+    p12 = Problem(8, 8, 12)
+    t12 = [torch.zeros(8, 12, dtype=torch.float16)] * 2 + [torch.zeros(8, 8, dtype=torch.float16)]
+    with pytest.raises(ValueError, match="multiple of 8"):
+        validate_operands(p12, *t12, device="cpu")
+
+
+def test_validation_rejects_misaligned_base() -> None:
+    p = Problem(8, 8, 16)
+    base = torch.zeros(8 * 16 + 1, dtype=torch.float16)
+    a = base[1:].view(8, 16)
+    b = torch.zeros(8, 16, dtype=torch.float16)
+    d = torch.zeros(8, 8, dtype=torch.float16)
+    with pytest.raises(ValueError, match="16-byte aligned"):
+        validate_operands(p, a, b, d, device="cpu")

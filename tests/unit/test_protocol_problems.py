@@ -1,0 +1,71 @@
+from __future__ import annotations
+
+import pytest
+
+from harness.problems import SUITES, expand
+from harness.protocol import Kernel, KernelSpec, Problem, Rung
+
+
+def test_rung_names_and_order_match_the_design_table() -> None:
+    assert [r.label for r in Rung] == [
+        "cublas", "tiled", "tma", "pipelined", "persistent", "warp_specialized", "cluster2",
+        "multi_consumer",
+    ]
+    assert [int(r) for r in Rung] == list(range(8))
+    assert Rung.parse("5") is Rung.WARP_SPECIALIZED
+    assert Rung.parse("cluster2") is Rung.CLUSTER2
+    with pytest.raises(ValueError, match="unknown rung"):
+        Rung.parse("fastest")
+
+
+def test_problem_key_roundtrip_and_validation() -> None:
+    p = Problem(3000, 5000, 1000, "bf16")
+    assert p.key == "3000x5000x1000-bf16"
+    assert Problem.parse(p.key) == p
+    assert Problem.parse("64x32x16") == Problem(64, 32, 16, "fp16")
+    assert p.flops == 2 * 3000 * 5000 * 1000
+    with pytest.raises(ValueError, match="dtype"):
+        Problem(1, 1, 8, "fp8")
+    with pytest.raises(ValueError, match="positive"):
+        Problem(0, 1, 8)
+    with pytest.raises(ValueError, match="MxNxK"):
+        Problem.parse("4096-fp16")
+
+
+def test_suites_cover_the_issue_shapes() -> None:
+    square = {m for m, n, k in SUITES["square"][1]}
+    assert square == {1024, 2048, 4096, 8192, 16384}
+    assert {(m, n) for m, n, _ in SUITES["ksweep"][1]} == {(8192, 8192)}
+    assert [k for *_, k in SUITES["ksweep"][1]] == [512, 1024, 2048, 4096, 8192, 16384]
+    ragged = SUITES["ragged"][1]
+    assert (3000, 5000, 1000) in ragged
+    assert any(m == 1 for m, _, _ in ragged) and any(n == 1 for _, n, _ in ragged)
+    assert any(m % 128 and n % 256 for m, n, _ in ragged)
+    for _, shapes in SUITES.values():
+        assert all(k % 8 == 0 for *_, k in shapes)
+
+
+def test_expand_applies_dtypes_dedups_and_rejects_unknown() -> None:
+    ps = expand(["smoke", "smoke", "256x256x64-bf16"], ["fp16", "bf16"])
+    assert len(ps) == 2 * len(SUITES["smoke"][1]) + 1
+    assert len(set(ps)) == len(ps)
+    assert {p.dtype for p in ps} == {"fp16", "bf16"}
+    with pytest.raises(ValueError, match="unknown suite"):
+        expand(["nope"])
+    with pytest.raises(ValueError, match="unknown dtype"):
+        expand(["smoke"], ["fp32"])
+
+
+def test_kernel_spec_load_checks_identity() -> None:
+    spec = KernelSpec("cublas", "torch_matmul", Rung.CUBLAS, "any", "ref",
+                      module="backends.cublas.reference")
+    assert spec.id == "cublas/torch_matmul"
+    assert isinstance(spec.load(), Kernel)
+    liar = KernelSpec("cublas", "other", Rung.CUBLAS, "any", "ref", module="backends.cublas.reference")
+    with pytest.raises(TypeError, match="name"):
+        liar.load()
+    with pytest.raises(ValueError, match="arch"):
+        KernelSpec("x", "y", Rung.TILED, "sm_80", "d", module="m")
+    missing = KernelSpec("x", "y", Rung.TILED, "sm_90a", "d", module="m",
+                         requires=("surely_not_a_module_xyz",))
+    assert missing.missing_requirements() == ["surely_not_a_module_xyz"]

@@ -1,0 +1,65 @@
+from __future__ import annotations
+
+import statistics
+import time
+
+import pytest
+
+from harness.protocol import Problem
+from harness.telemetry import Telemetry, merge
+from harness.timing import TimerSettings, rotation_sets, summarize, time_launches, warm_up
+
+
+def test_summary_statistics_on_known_samples() -> None:
+    xs = [float(i) for i in range(1, 101)]  # 1..100
+    s = summarize(list(reversed(xs)))
+    assert s.n == 100
+    assert s.median_ms == pytest.approx(50.5)
+    assert s.p20_ms == pytest.approx(20.8)
+    assert s.p80_ms == pytest.approx(80.2)
+    assert s.min_ms == 1.0
+    assert s.cv == pytest.approx(statistics.stdev(xs) / statistics.fmean(xs))
+    assert summarize([2.0]).cv == 0.0
+    with pytest.raises(ValueError):
+        summarize([])
+
+
+def test_rotation_covers_twice_the_l2() -> None:
+    t = TimerSettings()
+    l2 = 50 * 2**20
+    small = Problem(1024, 1024, 1024)  # 6 MiB per set
+    n = rotation_sets(small, l2, t)
+    assert n * small.bytes_per_set() >= 2 * l2
+    assert (n - 1) * small.bytes_per_set() < 2 * l2
+    big = Problem(16384, 16384, 16384)
+    assert rotation_sets(big, l2, t) == 2  # one set already exceeds L2; still alternate two
+    tiny = Problem(1, 1, 8)
+    assert rotation_sets(tiny, l2, t) * tiny.bytes_per_set() <= t.max_rotation_bytes
+
+
+def test_time_launches_rotates_sets_and_meets_minimums() -> None:
+    seen: list[int] = []
+    sets = [(i, None, None) for i in range(3)]
+
+    def launch(a, b, d):
+        seen.append(a)
+        time.sleep(0.0002)
+
+    assert warm_up(launch, sets, 0.05, "cpu") >= 1
+    seen.clear()
+    samples = time_launches(launch, sets, min_samples=50, min_time_s=0.02, max_samples=500,
+                            device="cpu")
+    assert len(samples) >= 50
+    assert sum(samples) >= 20.0
+    assert all(x >= 0.2 for x in samples)
+    assert seen[:6] == [0, 1, 2, 0, 1, 2]
+
+
+def test_telemetry_merge_weights_by_samples() -> None:
+    a = Telemetry(10, 1500.0, 1400.0, 1600.0, 600.0, 650.0, 60.0)
+    b = Telemetry(30, 1700.0, 1650.0, 1800.0, 700.0, 720.0, 70.0)
+    m = merge([a, b, Telemetry(0)])
+    assert m.samples == 40
+    assert m.sm_clock_mhz_mean == pytest.approx(1650.0)
+    assert (m.sm_clock_mhz_min, m.sm_clock_mhz_max, m.temp_c_max) == (1400.0, 1800.0, 70.0)
+    assert merge([Telemetry(0)]).sm_clock_mhz_mean is None
