@@ -13,6 +13,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import nox
 
@@ -30,8 +31,18 @@ BACKENDS: dict[str, tuple[str, str]] = {
     "gluon": ("3.12", "gluon,gpu,report"),  # triton 3.9.0 ships only a cp312-abi3 wheel
 }
 #: Default suites for `nox -s bench` when no --suite is passed through.
-BENCH_DEFAULT = ["--suite", "smoke", "--suite", "square", "--suite", "ksweep",
-                 "--dtype", "fp16", "--dtype", "bf16"]
+BENCH_DEFAULT = [
+    "--suite",
+    "smoke",
+    "--suite",
+    "square",
+    "--suite",
+    "ksweep",
+    "--dtype",
+    "fp16",
+    "--dtype",
+    "bf16",
+]
 
 
 def _provisioned(session: nox.Session) -> bool:
@@ -97,8 +108,7 @@ def lint(session: nox.Session) -> None:
 
 
 @nox.session(default=False, venv_params=["--system-site-packages"])
-@nox.parametrize("python,backend", [(py, b) for b, (py, _) in BACKENDS.items()],
-                 ids=list(BACKENDS))
+@nox.parametrize("python,backend", [(py, b) for b, (py, _) in BACKENDS.items()], ids=list(BACKENDS))
 def bench(session: nox.Session, backend: str) -> None:
     """Check and time a backend against cuBLAS (GPU); without a GPU: codegen + re-render."""
     if not _selected(session, backend):
@@ -106,31 +116,55 @@ def bench(session: nox.Session, backend: str) -> None:
     if not _provisioned(session):
         session.install("-e", f".[{BACKENDS[backend][1]}]")
     if not _has_gpu():
-        session.log("No NVIDIA GPU on this machine: nothing can be timed here. Running the "
-                    "compile-only comparison and re-rendering the committed results instead.")
+        session.log(
+            "No NVIDIA GPU on this machine: nothing can be timed here. Running the "
+            "compile-only comparison and re-rendering the committed results instead."
+        )
         if backend != "cublas":  # the reference library has no code of ours to compile
-            session.run(_python(session), "-m", "harness", "codegen", "--backend", backend,
-                        "--out", f"reports/results/codegen-{backend}.json")
+            session.run(
+                _python(session),
+                "-m",
+                "harness",
+                "codegen",
+                "--backend",
+                backend,
+                "--out",
+                f"reports/results/codegen-{backend}.json",
+            )
         session.run(_python(session), "-m", "harness", "report")
         return
     args = _backend_args(session, backend)
     if "--suite" not in args:
         args += BENCH_DEFAULT
     session.run(_python(session), "-m", "harness", "bench", *args)
-    session.run(_python(session), "-m", "harness", "report")
+    # Render the committed results together with this run's file (wherever --out put it).
+    sources = [a for a in ["reports/results"] if Path(a).is_dir()]
+    sources += [args[i + 1] for i, a in enumerate(args[:-1]) if a == "--out"]
+    session.run(_python(session), "-m", "harness", "report", *sources)
 
 
 @nox.session(default=False)
-@nox.parametrize("python,backend", [(py, b) for b, (py, _) in BACKENDS.items() if b != "cublas"],
-                 ids=[b for b in BACKENDS if b != "cublas"])
+@nox.parametrize(
+    "python,backend",
+    [(py, b) for b, (py, _) in BACKENDS.items() if b != "cublas"],
+    ids=[b for b in BACKENDS if b != "cublas"],
+)
 def codegen(session: nox.Session, backend: str) -> None:
     """Compile every kernel of a backend without a GPU; write reports/results/codegen-*.json."""
     if not _selected(session, backend):
         session.skip(f"not selected (--backend {backend} not given)")
     if not _provisioned(session):
         session.install("-e", f".[{BACKENDS[backend][1]}]")
-    session.run(_python(session), "-m", "harness", "codegen", "--backend", backend,
-                "--out", f"reports/results/codegen-{backend}.json")
+    session.run(
+        _python(session),
+        "-m",
+        "harness",
+        "codegen",
+        "--backend",
+        backend,
+        "--out",
+        f"reports/results/codegen-{backend}.json",
+    )
 
 
 @nox.session(python="3.11", default=False)

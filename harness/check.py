@@ -49,14 +49,20 @@ def validate_operands(problem: Problem, a: Any, b: Any, out: Any, device: str = 
     K % 8 == 0 (16-byte rows for TMA) and 16-byte aligned base pointers.
     """
     want_dtype = torch_dtype(problem.dtype)
-    expected = {"A": (problem.m, problem.k), "B": (problem.n, problem.k), "D": (problem.m, problem.n)}
+    expected = {
+        "A": (problem.m, problem.k),
+        "B": (problem.n, problem.k),
+        "D": (problem.m, problem.n),
+    }
     for name, t in (("A", a), ("B", b), ("D", out)):
         if not hasattr(t, "device") or not hasattr(t, "dtype"):
             raise ValueError(f"{name}: expected a torch.Tensor, got {type(t).__name__}")
         if t.device.type != device:
             raise ValueError(f"{name}: expected a {device} tensor, got one on {t.device}")
         if t.dtype != want_dtype:
-            raise ValueError(f"{name}: dtype {t.dtype} does not match problem dtype {problem.dtype}")
+            raise ValueError(
+                f"{name}: dtype {t.dtype} does not match problem dtype {problem.dtype}"
+            )
         if tuple(t.shape) != expected[name]:
             raise ValueError(
                 f"{name}: shape {tuple(t.shape)} does not match {expected[name]} for {problem.key}"

@@ -19,7 +19,7 @@ DEFAULT_REPORT_DIR = Path("reports/latest")
 
 
 def _stamp() -> str:
-    return _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    return _dt.datetime.now(_dt.UTC).strftime("%Y%m%dT%H%M%SZ")
 
 
 def _print(msg: str) -> None:
@@ -55,8 +55,12 @@ def runnable_reason(spec: KernelSpec, cap: tuple[int, int] | None, gpu_why: str)
 
 def _select(reg: Registry, args: argparse.Namespace) -> list[KernelSpec]:
     rungs = [Rung.parse(r) for r in args.rung] if args.rung else None
-    specs = reg.select(backends=args.backend or None, rungs=rungs,
-                       arches=args.arch or None, kernels=args.kernel or None)
+    specs = reg.select(
+        backends=args.backend or None,
+        rungs=rungs,
+        arches=args.arch or None,
+        kernels=args.kernel or None,
+    )
     return specs
 
 
@@ -70,12 +74,19 @@ def cmd_list(args: argparse.Namespace) -> int:
     reg = discover()
     _report_discovery_errors(reg)
     cap, why = _gpu_capability()
-    _print(f"GPU: {why if cap is None else why}")
+    _print(f"GPU: {why}")
     rows = [("kernel", "rung", "arch", "runs here", "description")]
     for spec in _select(reg, args):
         reason = runnable_reason(spec, cap, why)
-        rows.append((spec.id, f"{int(spec.rung)} {spec.rung.label}", spec.arch,
-                     "yes" if reason is None else f"no: {reason}", spec.description))
+        rows.append(
+            (
+                spec.id,
+                f"{int(spec.rung)} {spec.rung.label}",
+                spec.arch,
+                "yes" if reason is None else f"no: {reason}",
+                spec.description,
+            )
+        )
     widths = [max(len(r[i]) for r in rows) for i in range(4)]
     for r in rows:
         _print("  ".join(c.ljust(w) for c, w in zip(r[:4], widths)) + "  " + r[4])
@@ -87,7 +98,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 def cmd_bench(args: argparse.Namespace) -> int:
     from harness.env import host_environment
     from harness.results import ResultsWriter, Status
-    from harness.runner import RunSettings, Runner
+    from harness.runner import Runner, RunSettings
     from harness.timing import TimerSettings
 
     reg = discover()
@@ -107,36 +118,60 @@ def cmd_bench(args: argparse.Namespace) -> int:
     if args.device == "cuda":
         cap, why = _gpu_capability()
         if cap is None:
-            print(f"error: bench needs a CUDA GPU ({why}). Without one, run "
-                  "`python -m harness codegen` (compile-only) or `python -m harness report`.",
-                  file=sys.stderr)
+            print(
+                f"error: bench needs a CUDA GPU ({why}). Without one, run "
+                "`python -m harness codegen` (compile-only) or `python -m harness report`.",
+                file=sys.stderr,
+            )
             return 2
-    timer = TimerSettings(warmup_s=args.warmup, min_samples=args.min_samples,
-                          min_time_s=args.min_time, rounds=args.rounds)
-    settings = RunSettings(device=args.device, timeout_s=args.timeout, checks=args.checks,
-                           measure=not args.check_only, timer=timer)
+    timer = TimerSettings(
+        warmup_s=args.warmup,
+        min_samples=args.min_samples,
+        min_time_s=args.min_time,
+        rounds=args.rounds,
+    )
+    settings = RunSettings(
+        device=args.device,
+        timeout_s=args.timeout,
+        checks=args.checks,
+        measure=not args.check_only,
+        timer=timer,
+    )
     out = Path(args.out) if args.out else DEFAULT_RESULTS_DIR / f"bench-{_stamp()}.json"
     if out.suffix != ".json":
         out = out / f"bench-{_stamp()}.json"
-    env: dict[str, Any] = {**host_environment(), "timer": timer.as_dict(),
-                           "run": {"timeout_s": args.timeout, "checks": args.checks,
-                                   "suites": args.suite, "dtypes": args.dtype}}
+    env: dict[str, Any] = {
+        **host_environment(),
+        "timer": timer.as_dict(),
+        "run": {
+            "timeout_s": args.timeout,
+            "checks": args.checks,
+            "suites": args.suite,
+            "dtypes": args.dtype,
+        },
+    }
     counts: dict[str, int] = {}
     t0 = time.perf_counter()
     with Runner(specs, settings, log=_print) as runner:
         missing = {s.id: s.missing_requirements() for s in specs}
         runnable = [s for s in specs if not missing[s.id]]
         runner.specs = runnable
-        _print(f"bench: {len(runnable)} kernel(s) x {len(problems)} problem(s) on {args.device}"
-               f" -> {out}")
+        _print(
+            f"bench: {len(runnable)} kernel(s) x {len(problems)} problem(s) on {args.device}"
+            f" -> {out}"
+        )
         env.update(runner.device_info())
         writer = ResultsWriter(out, "bench", env)
-        _print(f"device: {env.get('gpu', env.get('device'))}  SMs {env.get('sm_count')}  "
-               f"L2 {env.get('l2_bytes')} B  driver {env.get('driver')}")
+        _print(
+            f"device: {env.get('gpu', env.get('device'))}  SMs {env.get('sm_count')}  "
+            f"L2 {env.get('l2_bytes')} B  driver {env.get('driver')}"
+        )
         for spec in specs:
             if missing[spec.id]:
                 for p in problems:
-                    rec = _unsupported_record(spec, p, f"not installed: {', '.join(missing[spec.id])}")
+                    rec = _unsupported_record(
+                        spec, p, f"not installed: {', '.join(missing[spec.id])}"
+                    )
                     writer.add(rec)
                     counts[rec["status"]] = counts.get(rec["status"], 0) + 1
                 _print(f"    {spec.id:<40} skipped: not installed ({', '.join(missing[spec.id])})")
@@ -144,15 +179,21 @@ def cmd_bench(args: argparse.Namespace) -> int:
             writer.add(rec)
             counts[rec["status"]] = counts.get(rec["status"], 0) + 1
         writer.finish(elapsed_s=time.perf_counter() - t0)
-    _print(f"done in {time.perf_counter() - t0:.0f} s: "
-           + ", ".join(f"{v} {k}" for k, v in sorted(counts.items())) + f"; wrote {out}")
+    _print(
+        f"done in {time.perf_counter() - t0:.0f} s: "
+        + ", ".join(f"{v} {k}" for k, v in sorted(counts.items()))
+        + f"; wrote {out}"
+    )
     if args.csv:
         from harness.results import load, to_csv
 
         Path(args.csv).write_text(to_csv([load(out)]))
         _print(f"wrote {args.csv}")
-    bad = counts.get(Status.WRONG.value, 0) + counts.get(Status.ERROR.value, 0) \
+    bad = (
+        counts.get(Status.WRONG.value, 0)
+        + counts.get(Status.ERROR.value, 0)
         + counts.get(Status.TIMEOUT.value, 0)
+    )
     return 1 if (bad and args.strict) else 0
 
 
@@ -182,8 +223,13 @@ def cmd_codegen(args: argparse.Namespace) -> int:
     writer = ResultsWriter(out, "codegen", {**host_environment(), "problem": problem.key})
     _print(f"codegen: {len(specs)} kernel(s) for {problem.key} -> {out}")
     n_ok = 0
-    for rec in codegen_records(specs, problem, timeout_s=args.timeout, log=_print,
-                               ptx_dir=Path(args.ptx_dir) if args.ptx_dir else None):
+    for rec in codegen_records(
+        specs,
+        problem,
+        timeout_s=args.timeout,
+        log=_print,
+        ptx_dir=Path(args.ptx_dir) if args.ptx_dir else None,
+    ):
         writer.add(rec)
         n_ok += rec["status"] == "ok"
     writer.finish()
@@ -217,13 +263,25 @@ def build_parser() -> argparse.ArgumentParser:
     sub = ap.add_subparsers(dest="command", required=True)
 
     def selection(p: argparse.ArgumentParser) -> None:
-        p.add_argument("--backend", action="append", default=[],
-                       help="backend to include (repeatable; default: all)")
-        p.add_argument("--rung", action="append", default=[],
-                       help="rung number or name (repeatable), e.g. 7 or multi_consumer")
+        p.add_argument(
+            "--backend",
+            action="append",
+            default=[],
+            help="backend to include (repeatable; default: all)",
+        )
+        p.add_argument(
+            "--rung",
+            action="append",
+            default=[],
+            help="rung number or name (repeatable), e.g. 7 or multi_consumer",
+        )
         p.add_argument("--arch", action="append", default=[], help="sm_90a or sm_100a")
-        p.add_argument("--kernel", action="append", default=[],
-                       help="kernel id, e.g. gluon/sm90/r7_multi_consumer (repeatable)")
+        p.add_argument(
+            "--kernel",
+            action="append",
+            default=[],
+            help="kernel id, e.g. gluon/sm90/r7_multi_consumer (repeatable)",
+        )
 
     p = sub.add_parser("list", help="list discovered kernels and whether they run here")
     selection(p)
@@ -231,17 +289,33 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("bench", help="check and time kernels against cuBLAS")
     selection(p)
-    p.add_argument("--suite", action="append", default=None,
-                   help=f"suite ({', '.join(SUITES)}) or a shape MxNxK[-dtype]; repeatable "
-                        "(default: smoke)")
-    p.add_argument("--dtype", action="append", default=None, choices=DTYPES,
-                   help="fp16 and/or bf16 (repeatable; default fp16)")
+    p.add_argument(
+        "--suite",
+        action="append",
+        default=None,
+        help=f"suite ({', '.join(SUITES)}) or a shape MxNxK[-dtype]; repeatable (default: smoke)",
+    )
+    p.add_argument(
+        "--dtype",
+        action="append",
+        default=None,
+        choices=DTYPES,
+        help="fp16 and/or bf16 (repeatable; default fp16)",
+    )
     p.add_argument("--out", help="results JSON path or folder (default reports/results/)")
     p.add_argument("--csv", help="also write the records as CSV here")
-    p.add_argument("--timeout", type=float, default=300.0,
-                   help="seconds each kernel gets per step (compile+check, each timing round)")
-    p.add_argument("--device", default="cuda", choices=("cuda", "cpu"),
-                   help="cpu only runs test kernels that declare it")
+    p.add_argument(
+        "--timeout",
+        type=float,
+        default=300.0,
+        help="seconds each kernel gets per step (compile+check, each timing round)",
+    )
+    p.add_argument(
+        "--device",
+        default="cuda",
+        choices=("cuda", "cpu"),
+        help="cpu only runs test kernels that declare it",
+    )
     p.add_argument("--warmup", type=float, default=1.0, help="warm-up seconds per kernel")
     p.add_argument("--min-samples", type=int, default=100)
     p.add_argument("--min-time", type=float, default=0.5, help="measured seconds per kernel")
@@ -249,8 +323,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--checks", type=int, default=2, help="correctness checks per problem")
     p.add_argument("--check-only", action="store_true", help="check correctness, skip timing")
     p.add_argument("--no-reference", action="store_true", help="do not add cuBLAS")
-    p.add_argument("--strict", action="store_true",
-                   help="exit 1 if any kernel was wrong, errored or timed out")
+    p.add_argument(
+        "--strict", action="store_true", help="exit 1 if any kernel was wrong, errored or timed out"
+    )
     p.set_defaults(fn=cmd_bench)
 
     p = sub.add_parser("codegen", help="compile every kernel without a GPU and tabulate it")
@@ -262,12 +337,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(fn=cmd_codegen)
 
     p = sub.add_parser("report", help="render plots and a markdown report from result files")
-    p.add_argument("results", nargs="*", default=[str(DEFAULT_RESULTS_DIR)],
-                   help="result JSON files or folders (default reports/results)")
+    p.add_argument(
+        "results",
+        nargs="*",
+        default=[str(DEFAULT_RESULTS_DIR)],
+        help="result JSON files or folders (default reports/results)",
+    )
     p.add_argument("--out", default=str(DEFAULT_REPORT_DIR), help="output folder")
-    p.add_argument("--chain-problem", default=None,
-                   help="problem for the speedup-chain panels (default 4096x4096x4096-fp16 or the"
-                        " largest square measured)")
+    p.add_argument(
+        "--chain-problem",
+        default=None,
+        help="problem for the speedup-chain panels (default 4096x4096x4096-fp16 or the"
+        " largest square measured)",
+    )
     p.set_defaults(fn=cmd_report)
     return ap
 

@@ -75,8 +75,12 @@ def ptxas_resources(ptx: str, arch: str) -> dict[str, int] | None:
         src = Path(tmp) / "k.ptx"
         src.write_text(ptx)
         try:
-            r = subprocess.run([ptxas, f"-arch={arch}", "-v", str(src), "-o", str(Path(tmp) / "k.o")],
-                               capture_output=True, text=True, timeout=300)
+            r = subprocess.run(
+                [ptxas, f"-arch={arch}", "-v", str(src), "-o", str(Path(tmp) / "k.o")],
+                capture_output=True,
+                text=True,
+                timeout=300,
+            )
         except (OSError, subprocess.TimeoutExpired):
             return None
     if r.returncode != 0:
@@ -146,8 +150,11 @@ def _record(spec: KernelSpec, arch: str) -> dict[str, Any]:
 
 
 def codegen_records(
-    specs: Sequence[KernelSpec], problem: Problem, timeout_s: float = 600.0,
-    log: Callable[[str], None] = lambda _m: None, ptx_dir: Path | None = None,
+    specs: Sequence[KernelSpec],
+    problem: Problem,
+    timeout_s: float = 600.0,
+    log: Callable[[str], None] = lambda _m: None,
+    ptx_dir: Path | None = None,
 ) -> Iterator[dict[str, Any]]:
     """One codegen record per kernel (the reference library has no PTX and is skipped)."""
     for spec in specs:
@@ -157,8 +164,9 @@ def codegen_records(
         rec = _record(spec, arch)
         missing = spec.missing_requirements()
         if missing:
-            rec.update(status=Status.UNSUPPORTED.value,
-                       reason=f"not installed here: {', '.join(missing)}")
+            rec.update(
+                status=Status.UNSUPPORTED.value, reason=f"not installed here: {', '.join(missing)}"
+            )
             log(f"    {spec.id:<40} {rec['status']:<11} {rec['reason']}")
             yield rec
             continue
@@ -183,7 +191,8 @@ def codegen_records(
                 spill_bytes=art.spill_bytes,
                 shared_bytes=art.shared_bytes,
                 compile_seconds=art.compile_seconds
-                if art.compile_seconds is not None else reply["wall_s"],
+                if art.compile_seconds is not None
+                else reply["wall_s"],
                 raw_ptx=list(art.raw_ptx),
                 notes=list(art.notes),
             )
@@ -198,7 +207,12 @@ def codegen_records(
                     ptx_dir.mkdir(parents=True, exist_ok=True)
                     (ptx_dir / (spec.id.replace("/", "__") + ".ptx")).write_text(art.ptx)
         regs = rec["registers"]
-        log(f"    {spec.id:<40} {rec['status']:<11} "
-            + (f"{regs} regs, {len(rec['features'])} features" if rec["status"] == "ok"
-               else str(rec["reason"])))
+        log(
+            f"    {spec.id:<40} {rec['status']:<11} "
+            + (
+                f"{regs} regs, {len(rec['features'])} features"
+                if rec["status"] == "ok"
+                else str(rec["reason"])
+            )
+        )
         yield rec

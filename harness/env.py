@@ -42,8 +42,9 @@ def git_state(root: Path = REPO_ROOT) -> dict[str, Any]:
 
     def git(*args: str) -> str | None:
         try:
-            r = subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True,
-                               timeout=10)
+            r = subprocess.run(
+                ["git", "-C", str(root), *args], capture_output=True, text=True, timeout=10
+            )
         except (OSError, subprocess.TimeoutExpired):
             return None
         return r.stdout.strip() if r.returncode == 0 else None

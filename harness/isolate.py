@@ -66,7 +66,9 @@ class Worker:
             self._proc.join(timeout=5)
             code = self._proc.exitcode
             self.kill()
-            raise WorkerDied(f"worker process died during {what} ({_describe_exit(code)})") from None
+            raise WorkerDied(
+                f"worker process died during {what} ({_describe_exit(code)})"
+            ) from None
 
     def call(self, cmd: dict[str, Any], timeout: float, startup_timeout: float = 300.0) -> Any:
         """Send ``cmd`` and wait for the answer; start the worker first if needed."""

@@ -177,12 +177,46 @@ class Kernel(Protocol):
         ...
 
 
+def _version_tuple(version: str) -> tuple[int, ...]:
+    parts = []
+    for piece in version.split("+")[0].split("."):
+        digits = "".join(ch for ch in piece if ch.isdigit())
+        if not digits:
+            break
+        parts.append(int(digits))
+    return tuple(parts)
+
+
+def _pin_problem(pin: str) -> str | None:
+    """None if the installed distribution satisfies ``name==v`` / ``name>=v``, else why not."""
+    import importlib.metadata
+
+    for op in ("==", ">="):
+        if op in pin:
+            name, want = (x.strip() for x in pin.split(op, 1))
+            break
+    else:
+        raise ValueError(f"pin {pin!r} must be 'name==version' or 'name>=version'")
+    try:
+        have = importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+        return pin
+    ok = (
+        (_version_tuple(have) == _version_tuple(want))
+        if op == "=="
+        else (_version_tuple(have) >= _version_tuple(want))
+    )
+    return None if ok else f"{pin} (found {have})"
+
+
 @dataclass(frozen=True)
 class KernelSpec:
     """A kernel's identity plus where to find it, importable without its DSL.
 
     ``requires`` lists the Python modules the kernel needs (e.g. ``("cutlass",)``), so that
     ``python -m harness list`` can say why a kernel cannot run here without importing it.
+    ``pins`` lists distribution versions the kernel is written for (``"triton==3.9.0"``,
+    ``"nvidia-cutlass-dsl>=4.8"``): a different installed version is reported as a reason too.
     ``devices`` names where its launch function runs: ``("cuda",)`` for every real kernel;
     test-only kernels may run on ``"cpu"``.
     """
@@ -195,6 +229,7 @@ class KernelSpec:
     module: str
     attr: str = "KERNEL"
     requires: tuple[str, ...] = ()
+    pins: tuple[str, ...] = ()
     devices: tuple[str, ...] = ("cuda",)
     extra: Mapping[str, str] = field(default_factory=dict, compare=False, hash=False)
 
@@ -206,11 +241,11 @@ class KernelSpec:
 
     @property
     def id(self) -> str:
-        """``backend/name``, e.g. ``gluon/sm90/r5_warp_specialized``: used in results, tests, plots."""
+        """``backend/name``, e.g. ``gluon/sm90/r5_warp_specialized`` (results, tests, plots)."""
         return f"{self.backend}/{self.name}"
 
     def missing_requirements(self) -> list[str]:
-        """Modules in ``requires`` that are not importable here (checked without importing)."""
+        """Modules in ``requires`` not importable here and ``pins`` not met (nothing imported)."""
         missing = []
         for mod in self.requires:
             try:
@@ -219,6 +254,10 @@ class KernelSpec:
                 found = False
             if not found:
                 missing.append(mod)
+        for pin in self.pins:
+            problem = _pin_problem(pin)
+            if problem:
+                missing.append(problem)
         return missing
 
     def load(self) -> Kernel:

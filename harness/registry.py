@@ -99,9 +99,7 @@ def _specs_from(source: str, factory: object) -> list[KernelSpec]:
     return specs
 
 
-def discover(
-    builtins: Iterable[str] = BUILTIN_BACKENDS, entry_points: bool = True
-) -> Registry:
+def discover(builtins: Iterable[str] = BUILTIN_BACKENDS, entry_points: bool = True) -> Registry:
     """Collect kernel specs from built-in backends and entry-point plugins.
 
     A backend that fails to import or list is reported in ``Registry.errors``; duplicates
@@ -118,7 +116,7 @@ def discover(
                 continue
             errors.append(DiscoveryError(pkg, f"{type(e).__name__}: {e}"))
             continue
-        except Exception as e:  # noqa: BLE001 - a broken backend must not hide the others
+        except Exception as e:
             errors.append(DiscoveryError(pkg, f"{type(e).__name__}: {e}"))
             continue
         sources.append((pkg, getattr(mod, "kernels", None)))
@@ -126,13 +124,13 @@ def discover(
         for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
             try:
                 sources.append((f"entry point {ep.name} ({ep.value})", ep.load()))
-            except Exception as e:  # noqa: BLE001
+            except Exception as e:
                 errors.append(DiscoveryError(f"entry point {ep.name}", f"{type(e).__name__}: {e}"))
     seen: set[str] = set()
     for source, factory in sources:
         try:
             found = _specs_from(source, factory)
-        except Exception as e:  # noqa: BLE001
+        except Exception as e:
             errors.append(DiscoveryError(source, f"{type(e).__name__}: {e}"))
             continue
         for s in found:

@@ -39,7 +39,7 @@ SCHEMA_VERSION = 1
 KINDS = ("bench", "codegen")
 
 
-class Status(str, enum.Enum):
+class Status(enum.StrEnum):
     OK = "ok"
     UNSUPPORTED = "unsupported"
     WRONG = "wrong"
@@ -51,13 +51,19 @@ class ResultsError(ValueError):
     """A results file that is malformed, of another schema, or of a newer schema version."""
 
 
-_BENCH_REQUIRED = {"kernel": str, "backend": str, "rung": int, "arch": str, "problem": dict,
-                   "status": str}
+_BENCH_REQUIRED = {
+    "kernel": str,
+    "backend": str,
+    "rung": int,
+    "arch": str,
+    "problem": dict,
+    "status": str,
+}
 _CODEGEN_REQUIRED = {"kernel": str, "backend": str, "rung": int, "arch": str, "status": str}
 
 
 def _now() -> str:
-    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+    return _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
 
 
 def new_document(kind: str, environment: dict[str, Any]) -> dict[str, Any]:
@@ -143,8 +149,9 @@ def validate(doc: Any, source: str = "document") -> dict[str, Any]:
     if not isinstance(doc, dict):
         raise ResultsError(f"{source}: expected a JSON object at the top level")
     if doc.get("schema") != SCHEMA:
-        raise ResultsError(f"{source}: not a results file (schema {doc.get('schema')!r}, "
-                           f"expected {SCHEMA!r})")
+        raise ResultsError(
+            f"{source}: not a results file (schema {doc.get('schema')!r}, expected {SCHEMA!r})"
+        )
     version = doc.get("schema_version")
     if not isinstance(version, int):
         raise ResultsError(f"{source}: schema_version missing or not an integer")
@@ -180,14 +187,47 @@ def load(path: str | os.PathLike[str]) -> dict[str, Any]:
 
 
 _BENCH_COLUMNS = [
-    "kernel", "backend", "rung", "rung_name", "arch", "m", "n", "k", "dtype", "status", "reason",
-    "median_ms", "p20_ms", "p80_ms", "cv", "samples", "tflops", "tflops_per_ghz",
-    "pct_of_cublas", "max_abs_err", "rel_err", "sm_clock_mhz_mean", "power_w_mean",
-    "temp_c_max", "compile_s",
+    "kernel",
+    "backend",
+    "rung",
+    "rung_name",
+    "arch",
+    "m",
+    "n",
+    "k",
+    "dtype",
+    "status",
+    "reason",
+    "median_ms",
+    "p20_ms",
+    "p80_ms",
+    "cv",
+    "samples",
+    "tflops",
+    "tflops_per_ghz",
+    "pct_of_cublas",
+    "max_abs_err",
+    "rel_err",
+    "sm_clock_mhz_mean",
+    "power_w_mean",
+    "temp_c_max",
+    "compile_s",
 ]
 _CODEGEN_COLUMNS = [
-    "kernel", "backend", "rung", "rung_name", "arch", "status", "reason", "registers",
-    "spill_bytes", "shared_bytes", "compile_seconds", "lines_of_code", "features", "raw_ptx",
+    "kernel",
+    "backend",
+    "rung",
+    "rung_name",
+    "arch",
+    "status",
+    "reason",
+    "registers",
+    "spill_bytes",
+    "shared_bytes",
+    "compile_seconds",
+    "lines_of_code",
+    "features",
+    "raw_ptx",
 ]
 
 

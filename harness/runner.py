@@ -59,8 +59,12 @@ def _base_record(spec: KernelSpec, problem: Problem) -> dict[str, Any]:
 class Runner:
     """Owns one worker per kernel for the duration of a run (use as a context manager)."""
 
-    def __init__(self, specs: Sequence[KernelSpec], settings: RunSettings,
-                 log: Callable[[str], None] = lambda _m: None) -> None:
+    def __init__(
+        self,
+        specs: Sequence[KernelSpec],
+        settings: RunSettings,
+        log: Callable[[str], None] = lambda _m: None,
+    ) -> None:
         self.specs = list(specs)
         self.settings = settings
         self.log = log
@@ -103,8 +107,11 @@ class Runner:
             rec.update(status=Status.ERROR.value, reason=str(e))
             return None
         if reply.get("status") == Status.ERROR.value:
-            rec.update(status=Status.ERROR.value, reason=reply.get("error"),
-                       traceback=reply.get("traceback"))
+            rec.update(
+                status=Status.ERROR.value,
+                reason=reply.get("error"),
+                traceback=reply.get("traceback"),
+            )
             # A Python error may leave a CUDA context poisoned: start the next problem afresh.
             self._worker(spec).kill()
             return None
@@ -117,11 +124,14 @@ class Runner:
         for spec in self.specs:
             rec = _base_record(spec, problem)
             records[spec.id] = rec
-            reply = self._call(spec, rec, {"op": "prepare", "problem": problem,
-                                           "checks": s.checks})
+            reply = self._call(spec, rec, {"op": "prepare", "problem": problem, "checks": s.checks})
             if reply is not None:
-                rec.update(status=reply["status"], reason=reply.get("reason"),
-                           compile_s=reply.get("compile_s"), check=reply.get("check"))
+                rec.update(
+                    status=reply["status"],
+                    reason=reply.get("reason"),
+                    compile_s=reply.get("compile_s"),
+                    check=reply.get("check"),
+                )
             if rec["status"] == Status.OK.value and s.measure:
                 timed.append(spec)
             else:
@@ -135,12 +145,18 @@ class Runner:
         for rnd in range(t.rounds):
             for spec in list(timed):
                 rec = records[spec.id]
-                reply = self._call(spec, rec, {
-                    "op": "measure", "problem": problem, "settings": t.as_dict(),
-                    "warmup_s": t.warmup_s if rnd == 0 else min(0.2, t.warmup_s),
-                    "min_samples": math.ceil(t.min_samples / t.rounds),
-                    "min_time_s": t.min_time_s / t.rounds,
-                })
+                reply = self._call(
+                    spec,
+                    rec,
+                    {
+                        "op": "measure",
+                        "problem": problem,
+                        "settings": t.as_dict(),
+                        "warmup_s": t.warmup_s if rnd == 0 else min(0.2, t.warmup_s),
+                        "min_samples": math.ceil(t.min_samples / t.rounds),
+                        "min_time_s": t.min_time_s / t.rounds,
+                    },
+                )
                 if reply is None:
                     timed.remove(spec)
                     self.log(_line(rec))
@@ -156,13 +172,19 @@ class Runner:
             tel = merge(telemetry[spec.id])
             tflops = problem.flops / (stats.median_ms * 1e-3) / 1e12
             ghz = tel.sm_clock_mhz_mean / 1e3 if tel.sm_clock_mhz_mean else None
-            rec.update(timing=stats.as_dict(), tflops=tflops, telemetry=tel.as_dict(),
-                       tflops_per_ghz=tflops / ghz if ghz else None)
+            rec.update(
+                timing=stats.as_dict(),
+                tflops=tflops,
+                telemetry=tel.as_dict(),
+                tflops_per_ghz=tflops / ghz if ghz else None,
+            )
         ref = next((records[sp.id] for sp in timed if sp.rung == Rung.CUBLAS), None)
         for spec in timed:
             rec = records[spec.id]
             if ref is not None:
-                rec["pct_of_cublas"] = 100.0 * ref["timing"]["median_ms"] / rec["timing"]["median_ms"]
+                rec["pct_of_cublas"] = (
+                    100.0 * ref["timing"]["median_ms"] / rec["timing"]["median_ms"]
+                )
             self.log(_line(rec))
             yield rec
 
@@ -178,8 +200,9 @@ def _line(rec: dict[str, Any]) -> str:
         t = rec["timing"]
         pct = rec.get("pct_of_cublas")
         pct_s = f"  {pct:6.1f}% of cuBLAS" if pct is not None else ""
-        return (f"{head} {t['median_ms']:9.4f} ms  {rec['tflops']:7.1f} TFLOPS"
-                f"  cv {t['cv']:.3f}{pct_s}")
+        return (
+            f"{head} {t['median_ms']:9.4f} ms  {rec['tflops']:7.1f} TFLOPS  cv {t['cv']:.3f}{pct_s}"
+        )
     if rec["status"] == Status.OK.value:
         return f"{head} correct ({rec['check']['max_abs_err']:.3g} max err), not timed"
     return f"{head} {rec.get('reason') or ''}"

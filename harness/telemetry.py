@@ -34,7 +34,7 @@ def _nvml_handle(index: int) -> Any:
 
         pynvml.nvmlInit()
         return pynvml.nvmlDeviceGetHandleByIndex(index)
-    except Exception:  # noqa: BLE001 - any NVML failure means "no telemetry"
+    except Exception:
         return None
 
 
@@ -49,13 +49,19 @@ def nvml_device_info(index: int = 0) -> dict[str, Any]:
     for key, fn in (
         ("driver", lambda: pynvml.nvmlSystemGetDriverVersion()),
         ("power_limit_w", lambda: pynvml.nvmlDeviceGetEnforcedPowerLimit(handle) / 1000.0),
-        ("max_sm_clock_mhz", lambda: pynvml.nvmlDeviceGetMaxClockInfo(handle, pynvml.NVML_CLOCK_SM)),
-        ("max_mem_clock_mhz", lambda: pynvml.nvmlDeviceGetMaxClockInfo(handle, pynvml.NVML_CLOCK_MEM)),
+        (
+            "max_sm_clock_mhz",
+            lambda: pynvml.nvmlDeviceGetMaxClockInfo(handle, pynvml.NVML_CLOCK_SM),
+        ),
+        (
+            "max_mem_clock_mhz",
+            lambda: pynvml.nvmlDeviceGetMaxClockInfo(handle, pynvml.NVML_CLOCK_MEM),
+        ),
     ):
         try:
             value = fn()
             info[key] = value.decode() if isinstance(value, bytes) else value
-        except Exception:  # noqa: BLE001
+        except Exception:
             info[key] = None
     return info
 
@@ -81,7 +87,7 @@ class TelemetrySampler:
                 self._clock.append(pynvml.nvmlDeviceGetClockInfo(h, pynvml.NVML_CLOCK_SM))
                 self._power.append(pynvml.nvmlDeviceGetPowerUsage(h) / 1000.0)
                 self._temp.append(pynvml.nvmlDeviceGetTemperature(h, pynvml.NVML_TEMPERATURE_GPU))
-            except Exception:  # noqa: BLE001 - a failed read ends sampling, not the run
+            except Exception:
                 return
             if self._stop.wait(self._interval):
                 return

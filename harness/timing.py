@@ -73,7 +73,9 @@ def summarize(samples_ms: Sequence[float]) -> Stats:
     xs = sorted(float(x) for x in samples_ms)
     mean = statistics.fmean(xs)
     cv = statistics.stdev(xs) / mean if len(xs) > 1 and mean > 0 else 0.0
-    return Stats(len(xs), _quantile(xs, 0.5), _quantile(xs, 0.2), _quantile(xs, 0.8), mean, xs[0], cv)
+    return Stats(
+        len(xs), _quantile(xs, 0.5), _quantile(xs, 0.2), _quantile(xs, 0.8), mean, xs[0], cv
+    )
 
 
 def rotation_sets(problem: Problem, l2_bytes: int, settings: TimerSettings) -> int:
@@ -116,7 +118,10 @@ class _Clock:
 
 
 def _run_batch(
-    clock: _Clock, launch: Callable[..., None], sets: Sequence[tuple[Any, Any, Any]], n: int,
+    clock: _Clock,
+    launch: Callable[..., None],
+    sets: Sequence[tuple[Any, Any, Any]],
+    n: int,
     start: int,
 ) -> list[float]:
     marks = clock.marks(n + 1)

@@ -70,8 +70,10 @@ def _prepare(state: _State, problem: Problem, checks: int) -> dict[str, Any]:
         want = ARCH_CAPABILITY[state.spec.arch]
         have = torch.cuda.get_device_capability()
         if want is not None and tuple(have) != want:
-            return {"status": "unsupported",
-                    "reason": f"built for {state.spec.arch}; this GPU is sm_{have[0]}{have[1]}"}
+            return {
+                "status": "unsupported",
+                "reason": f"built for {state.spec.arch}; this GPU is sm_{have[0]}{have[1]}",
+            }
     if state.kernel is None:
         state.kernel = state.spec.load()
     reason = state.kernel.supports(problem)
@@ -86,9 +88,15 @@ def _prepare(state: _State, problem: Problem, checks: int) -> dict[str, Any]:
     compile_s = time.perf_counter() - t0
     state.launches[problem] = launch
     result = check_kernel(problem, launch, device=state.device, checks=checks)
+    if state.device == "cuda":
+        import torch
+
+        torch.cuda.empty_cache()  # many workers share the GPU: keep only what kernels hold
     return {
         "status": "ok" if result.passed else "wrong",
-        "reason": None if result.passed else f"result differs from torch.matmul: {result.summary()}",
+        "reason": None
+        if result.passed
+        else f"result differs from torch.matmul: {result.summary()}",
         "compile_s": compile_s,
         "check": {
             "max_abs_err": result.max_abs_err,
@@ -101,8 +109,14 @@ def _prepare(state: _State, problem: Problem, checks: int) -> dict[str, Any]:
     }
 
 
-def _measure(state: _State, problem: Problem, settings: dict[str, Any], warmup_s: float,
-             min_samples: int, min_time_s: float) -> dict[str, Any]:
+def _measure(
+    state: _State,
+    problem: Problem,
+    settings: dict[str, Any],
+    warmup_s: float,
+    min_samples: int,
+    min_time_s: float,
+) -> dict[str, Any]:
     import torch
 
     from harness.check import random_operands
@@ -112,8 +126,11 @@ def _measure(state: _State, problem: Problem, settings: dict[str, Any], warmup_s
     ts = TimerSettings(**settings)
     launch = state.launches[problem]
     if state.device == "cuda":
-        l2 = int(getattr(torch.cuda.get_device_properties(torch.cuda.current_device()),
-                         "L2_cache_size", 0))
+        l2 = int(
+            getattr(
+                torch.cuda.get_device_properties(torch.cuda.current_device()), "L2_cache_size", 0
+            )
+        )
     else:
         l2 = 0
     n_sets = rotation_sets(problem, l2, ts)
@@ -164,8 +181,14 @@ def serve(conn: Connection, spec: KernelSpec | None, device: str) -> None:
             elif op == "prepare":
                 reply = _prepare(state, cmd["problem"], cmd.get("checks", 2))
             elif op == "measure":
-                reply = _measure(state, cmd["problem"], cmd["settings"], cmd["warmup_s"],
-                                 cmd["min_samples"], cmd["min_time_s"])
+                reply = _measure(
+                    state,
+                    cmd["problem"],
+                    cmd["settings"],
+                    cmd["warmup_s"],
+                    cmd["min_samples"],
+                    cmd["min_time_s"],
+                )
             elif op == "codegen":
                 reply = _codegen(state, cmd["problem"], cmd["arch"])
             elif op == "release":
@@ -173,7 +196,7 @@ def serve(conn: Connection, spec: KernelSpec | None, device: str) -> None:
                 reply = {"ok": True}
             else:
                 reply = {"error": f"unknown op {op!r}"}
-        except Exception as e:  # noqa: BLE001 - reported to the parent, which records it
+        except Exception as e:
             reply = {
                 "status": "error",
                 "error": f"{type(e).__name__}: {e}".strip()[:2000],

@@ -39,8 +39,15 @@ class Dataset:
     def problems(self) -> list[str]:
         """Problem keys with at least one timed record, ordered by dtype then size."""
         keys = {r["problem_key"]: r["problem"] for r in self.ok()}
-        return sorted(keys, key=lambda k: (keys[k]["dtype"], keys[k]["m"] * keys[k]["n"] * keys[k]["k"],
-                                           keys[k]["k"], k))
+        return sorted(
+            keys,
+            key=lambda k: (
+                keys[k]["dtype"],
+                keys[k]["m"] * keys[k]["n"] * keys[k]["k"],
+                keys[k]["k"],
+                k,
+            ),
+        )
 
     def backends(self) -> list[str]:
         return list(dict.fromkeys(r["backend"] for r in self.bench if r["backend"] != "cublas"))
@@ -66,8 +73,11 @@ class Dataset:
         """The cuBLAS record for a problem, preferring the run that measured ``backend``."""
         cands = [r for r in self.ok() if r["rung"] == 0 and r["problem_key"] == problem_key]
         if backend:
-            runs = {r["_run"] for r in self.bench if r["backend"] == backend
-                    and r["problem_key"] == problem_key}
+            runs = {
+                r["_run"]
+                for r in self.bench
+                if r["backend"] == backend and r["problem_key"] == problem_key
+            }
             same = [r for r in cands if r["_run"] in runs]
             cands = same or cands
         return cands[-1] if cands else None
@@ -89,5 +99,6 @@ def load_dataset(paths: Iterable[str | Path]) -> Dataset:
         else:
             for r in d["records"]:
                 codegen[(r["kernel"], r["arch"])] = r
-    return Dataset(tuple(bench.values()), tuple(codegen.values()), tuple(envs),
-                   tuple(d["_file"] for d in docs))
+    return Dataset(
+        tuple(bench.values()), tuple(codegen.values()), tuple(envs), tuple(d["_file"] for d in docs)
+    )

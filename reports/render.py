@@ -25,8 +25,13 @@ from reports.data import Dataset, load_dataset
 
 __all__ = ["render_report"]
 
-_COLORS = {"cublas": "#222222", "gluon": "#1f77b4", "cutedsl": "#2ca02c", "tirx": "#d62728",
-           "tilus": "#9467bd"}
+_COLORS = {
+    "cublas": "#222222",
+    "gluon": "#1f77b4",
+    "cutedsl": "#2ca02c",
+    "tirx": "#d62728",
+    "tilus": "#9467bd",
+}
 _FALLBACK = ["#ff7f0e", "#8c564b", "#e377c2", "#17becf", "#bcbd22"]
 
 
@@ -42,8 +47,15 @@ def _plt() -> Any:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    plt.rcParams.update({"figure.dpi": 110, "font.size": 9, "axes.titlesize": 10,
-                         "axes.grid": True, "grid.alpha": 0.3})
+    plt.rcParams.update(
+        {
+            "figure.dpi": 110,
+            "font.size": 9,
+            "axes.titlesize": 10,
+            "axes.grid": True,
+            "grid.alpha": 0.3,
+        }
+    )
     return plt
 
 
@@ -64,8 +76,13 @@ def plot_cross_dsl(ds: Dataset, path: Path) -> None:
     finals = ds.final_kernels()
     problems = ds.problems()
     dtypes = sorted({Problem.parse(k).dtype for k in problems}) or ["fp16"]
-    fig, axes = plt.subplots(len(dtypes), 1, figsize=(max(7.0, 0.9 * len(problems) + 3), 3.6 * len(dtypes)),
-                             squeeze=False)
+    per_dtype = max(sum(Problem.parse(k).dtype == d for k in problems) for d in dtypes)
+    fig, axes = plt.subplots(
+        len(dtypes),
+        1,
+        figsize=(max(7.0, 0.75 * per_dtype + 3), 3.6 * len(dtypes)),
+        squeeze=False,
+    )
     order = list(finals)
     for ax, dtype in zip(axes[:, 0], dtypes):
         keys = [k for k in problems if Problem.parse(k).dtype == dtype]
@@ -85,11 +102,23 @@ def plot_cross_dsl(ds: Dataset, path: Path) -> None:
         for i, key in enumerate(keys):
             ref = ds.cublas(key)
             if ref:
-                ax.hlines(ref["tflops"], i - 0.45, i + 0.45, colors=_COLORS["cublas"], linewidth=2,
-                          label=None if labelled else "cuBLAS (torch.matmul)")
+                ax.hlines(
+                    ref["tflops"],
+                    i - 0.45,
+                    i + 0.45,
+                    colors=_COLORS["cublas"],
+                    linewidth=2,
+                    label=None if labelled else "cuBLAS (torch.matmul)",
+                )
                 if not finals:
-                    ax.text(i, ref["tflops"], f"{ref['tflops']:.0f}", ha="center", va="bottom",
-                            fontsize=7)
+                    ax.text(
+                        i,
+                        ref["tflops"],
+                        f"{ref['tflops']:.0f}",
+                        ha="center",
+                        va="bottom",
+                        fontsize=7,
+                    )
                 labelled = True
         ax.set_xticks(range(len(keys)), [_short(k) for k in keys], rotation=30, ha="right")
         ax.set_ylabel("TFLOPS")
@@ -111,8 +140,9 @@ def _ksweep_keys(ds: Dataset, dtype: str) -> list[str]:
 def plot_ksweep(ds: Dataset, path: Path) -> None:
     plt = _plt()
     dtypes = sorted({Problem.parse(k).dtype for k in ds.problems()}) or ["fp16"]
-    fig, axes = plt.subplots(1, len(dtypes), figsize=(5.5 * len(dtypes), 3.8), squeeze=False,
-                             sharey=True)
+    fig, axes = plt.subplots(
+        1, len(dtypes), figsize=(5.5 * len(dtypes), 3.8), squeeze=False, sharey=True
+    )
     finals = ds.final_kernels()
     order = list(finals)
     for ax, dtype in zip(axes[0], dtypes):
@@ -122,11 +152,18 @@ def plot_ksweep(ds: Dataset, path: Path) -> None:
             continue
         ks = [Problem.parse(k).k for k in keys]
         ref = [ds.cublas(k) for k in keys]
-        ax.plot([k for k, r in zip(ks, ref) if r], [r["tflops"] for r in ref if r], "k--o",
-                markersize=3, label="cuBLAS")
+        ax.plot(
+            [k for k, r in zip(ks, ref) if r],
+            [r["tflops"] for r in ref if r],
+            "k--o",
+            markersize=3,
+            label="cuBLAS",
+        )
         for backend, kid in finals.items():
             pts = [(k, ds.lookup(kid, key)) for k, key in zip(ks, keys)]
-            pts = [(k, r["tflops"]) for k, r in pts if r and r["status"] == "ok" and r.get("tflops")]
+            pts = [
+                (k, r["tflops"]) for k, r in pts if r and r["status"] == "ok" and r.get("tflops")
+            ]
             if pts:
                 ax.plot(*zip(*pts), "-o", markersize=3, color=_color(backend, order), label=kid)
         ax.set_xscale("log", base=2)
@@ -150,8 +187,9 @@ def chain_problem(ds: Dataset, requested: str | None = None) -> str | None:
         return key if key in keys else None
     if "4096x4096x4096-fp16" in keys:
         return "4096x4096x4096-fp16"
-    squares = [k for k in keys if len({Problem.parse(k).m, Problem.parse(k).n,
-                                        Problem.parse(k).k}) == 1]
+    squares = [
+        k for k in keys if len({Problem.parse(k).m, Problem.parse(k).n, Problem.parse(k).k}) == 1
+    ]
     return squares[-1] if squares else (keys[-1] if keys else None)
 
 
@@ -170,10 +208,18 @@ def chain_table(ds: Dataset, problem_key: str) -> dict[str, list[dict[str, Any]]
             step = prev / ms if (ms and prev) else None
             if ms and first is None:
                 first = ms
-            rows.append({"rung": rung, "name": Rung(rung).label, "kernel": r["kernel"] if r else None,
-                         "status": r["status"] if r else "missing", "median_ms": ms,
-                         "step": step, "total": first / ms if (ms and first) else None,
-                         "tflops": r.get("tflops") if r else None})
+            rows.append(
+                {
+                    "rung": rung,
+                    "name": Rung(rung).label,
+                    "kernel": r["kernel"] if r else None,
+                    "status": r["status"] if r else "missing",
+                    "median_ms": ms,
+                    "step": step,
+                    "total": first / ms if (ms and first) else None,
+                    "tflops": r.get("tflops") if r else None,
+                }
+            )
             prev = ms or prev
         table[backend] = rows
     return table
@@ -206,18 +252,43 @@ def plot_chain(ds: Dataset, path: Path, problem_key: str | None) -> None:
                     label += f"\nx{row['step']:.2f} step"
                 if row["total"] and row["rung"] != xs[0]:
                     label += f"\nx{row['total']:.1f} total"
-                ax.annotate(label, (row["rung"], row["median_ms"]), textcoords="offset points",
-                            xytext=(0, 7), ha="center", fontsize=6.5)
+                ax.annotate(
+                    label,
+                    (row["rung"], row["median_ms"]),
+                    textcoords="offset points",
+                    xytext=(0, 7),
+                    ha="center",
+                    fontsize=6.5,
+                )
             else:
-                ax.annotate(row["status"], (row["rung"], 0.5), xycoords=("data", "axes fraction"),
-                            ha="center", va="center", fontsize=7, color="#b00000", rotation=90)
+                ax.annotate(
+                    row["status"],
+                    (row["rung"], 0.5),
+                    xycoords=("data", "axes fraction"),
+                    ha="center",
+                    va="center",
+                    fontsize=7,
+                    color="#b00000",
+                    rotation=90,
+                )
         if ref:
-            ax.axhline(ref["timing"]["median_ms"], color="k", linestyle="--", linewidth=1,
-                       label=f"cuBLAS {ref['timing']['median_ms']:.3g} ms")
+            ax.axhline(
+                ref["timing"]["median_ms"],
+                color="k",
+                linestyle="--",
+                linewidth=1,
+                label=f"cuBLAS {ref['timing']['median_ms']:.3g} ms",
+            )
             ax.legend(fontsize=7, loc="upper right")
         ax.set_yscale("log")
-        ax.set_xticks(range(1, 8), [f"{i} {Rung(i).label}" for i in range(1, 8)], fontsize=7,
-                      rotation=35, ha="right", rotation_mode="anchor")
+        ax.set_xticks(
+            range(1, 8),
+            [f"{i} {Rung(i).label}" for i in range(1, 8)],
+            fontsize=7,
+            rotation=35,
+            ha="right",
+            rotation_mode="anchor",
+        )
         ax.set_xlim(0.5, 7.5)
         ax.set_title(backend)
         if all_ms:
@@ -248,7 +319,9 @@ def pct_table(ds: Dataset) -> tuple[list[str], list[str], list[list[float | None
 def plot_heatmap(ds: Dataset, path: Path) -> None:
     plt = _plt()
     rows, cols, grid = pct_table(ds)
-    fig, ax = plt.subplots(figsize=(max(6.0, 0.55 * len(cols) + 3), max(2.2, 0.5 * len(rows) + 1.8)))
+    fig, ax = plt.subplots(
+        figsize=(max(6.0, 0.55 * len(cols) + 3), max(2.2, 0.5 * len(rows) + 1.8))
+    )
     if not rows or not cols:
         _empty(ax, "no DSL kernels measured yet")
         ax.set_title("% of cuBLAS (same run)")
@@ -263,7 +336,9 @@ def plot_heatmap(ds: Dataset, path: Path) -> None:
     for i in range(len(rows)):
         for j in range(len(cols)):
             v = data[i, j]
-            ax.text(j, i, "-" if math.isnan(v) else f"{v:.0f}", ha="center", va="center", fontsize=7)
+            ax.text(
+                j, i, "-" if math.isnan(v) else f"{v:.0f}", ha="center", va="center", fontsize=7
+            )
     ax.set_xticks(range(len(cols)), [k.replace("-", "\n") for k in cols], rotation=90, fontsize=7)
     ax.set_yticks(range(len(rows)), rows, fontsize=7)
     ax.grid(False)
@@ -293,7 +368,9 @@ def environment_lines(ds: Dataset) -> list[str]:
         l2 = env.get("l2_bytes")
         lines.append(
             f"- **{env.get('gpu', env.get('device', '?'))}** ({env.get('sm_count', '?')} SMs, "
-            f"L2 {l2 / 2**20:.0f} MiB, " if l2 else f"- **{env.get('gpu', env.get('device', '?'))}** ("
+            f"L2 {l2 / 2**20:.0f} MiB, "
+            if l2
+            else f"- **{env.get('gpu', env.get('device', '?'))}** ("
         )
         lines[-1] += (
             f"driver {env.get('driver', '?')}, CUDA {env.get('torch_cuda', '?')}, power limit "
@@ -310,8 +387,13 @@ def environment_lines(ds: Dataset) -> list[str]:
 
 def render_markdown(ds: Dataset, figures: dict[str, str], chain_key: str | None) -> str:
     md = ["# GEMM across DSLs: results", ""]
-    md += ["Rendered by `python -m harness report` from the result files listed below; every "
-           "number comes from those files.", "", "## Environment", ""]
+    md += [
+        "Rendered by `python -m harness report` from the result files listed below; every "
+        "number comes from those files.",
+        "",
+        "## Environment",
+        "",
+    ]
     md += environment_lines(ds) or ["- no bench results"]
     md += ["", "## Cross-DSL performance", "", f"![cross-DSL TFLOPS]({figures['cross_dsl']})", ""]
     finals = ds.final_kernels()
@@ -328,33 +410,84 @@ def render_markdown(ds: Dataset, figures: dict[str, str], chain_key: str | None)
                 row.append(r["status"] if r else "-")
         rows.append(row)
     md += _md_table(header, rows)
-    md += ["", "## K sweep (M = N = 8192)", "", f"![K sweep]({figures['ksweep']})", "",
-           "## Speedup chain", "", f"![speedup chain]({figures['chain']})", ""]
+    md += [
+        "",
+        "## K sweep (M = N = 8192)",
+        "",
+        f"![K sweep]({figures['ksweep']})",
+        "",
+        "## Speedup chain",
+        "",
+        f"![speedup chain]({figures['chain']})",
+        "",
+    ]
     if chain_key:
         for backend, crow in chain_table(ds, chain_key).items():
             md += [f"**{backend}** at {chain_key}:", ""]
-            md += _md_table(["rung", "kernel", "status", "median ms", "TFLOPS", "step", "total"], [
-                [f"{c['rung']} {c['name']}", c["kernel"] or "-", c["status"], _fmt(c["median_ms"], ".4f"),
-                 _fmt(c["tflops"]), _fmt(c["step"], ".2f"), _fmt(c["total"], ".1f")] for c in crow])
+            md += _md_table(
+                ["rung", "kernel", "status", "median ms", "TFLOPS", "step", "total"],
+                [
+                    [
+                        f"{c['rung']} {c['name']}",
+                        c["kernel"] or "-",
+                        c["status"],
+                        _fmt(c["median_ms"], ".4f"),
+                        _fmt(c["tflops"]),
+                        _fmt(c["step"], ".2f"),
+                        _fmt(c["total"], ".1f"),
+                    ]
+                    for c in crow
+                ],
+            )
             md += [""]
     md += ["## % of cuBLAS", "", f"![percent of cuBLAS]({figures['pct_cublas']})", ""]
     md += ["## All timed records", ""]
     md += _md_table(
-        ["kernel", "problem", "median ms", "p20-p80 ms", "cv", "TFLOPS", "TFLOPS/GHz", "% cuBLAS",
-         "SM MHz", "W", "max err"],
-        [[r["kernel"], r["problem_key"], f"{r['timing']['median_ms']:.4f}",
-          f"{r['timing']['p20_ms']:.4f}-{r['timing']['p80_ms']:.4f}", f"{r['timing']['cv']:.3f}",
-          _fmt(r.get("tflops")), _fmt(r.get("tflops_per_ghz")), _fmt(r.get("pct_of_cublas")),
-          _fmt((r.get("telemetry") or {}).get("sm_clock_mhz_mean"), ".0f"),
-          _fmt((r.get("telemetry") or {}).get("power_w_mean"), ".0f"),
-          _fmt((r.get("check") or {}).get("max_abs_err"), ".3g")]
-         for r in sorted(ds.ok(), key=lambda r: (r["problem_key"], r["rung"], r["kernel"]))])
+        [
+            "kernel",
+            "problem",
+            "median ms",
+            "p20-p80 ms",
+            "cv",
+            "TFLOPS",
+            "TFLOPS/GHz",
+            "% cuBLAS",
+            "SM MHz",
+            "W",
+            "max err",
+        ],
+        [
+            [
+                r["kernel"],
+                r["problem_key"],
+                f"{r['timing']['median_ms']:.4f}",
+                f"{r['timing']['p20_ms']:.4f}-{r['timing']['p80_ms']:.4f}",
+                f"{r['timing']['cv']:.3f}",
+                _fmt(r.get("tflops")),
+                _fmt(r.get("tflops_per_ghz")),
+                _fmt(r.get("pct_of_cublas")),
+                _fmt((r.get("telemetry") or {}).get("sm_clock_mhz_mean"), ".0f"),
+                _fmt((r.get("telemetry") or {}).get("power_w_mean"), ".0f"),
+                _fmt((r.get("check") or {}).get("max_abs_err"), ".3g"),
+            ]
+            for r in sorted(ds.ok(), key=lambda r: (r["problem_key"], r["rung"], r["kernel"]))
+        ],
+    )
     failures = [r for r in ds.bench if r["status"] not in ("ok",)]
     md += ["", "## Not timed", ""]
     if failures:
-        md += _md_table(["kernel", "problem", "status", "reason"],
-                        [[r["kernel"], r["problem_key"], r["status"],
-                          (r.get("reason") or "").replace("|", "/")[:160]] for r in failures])
+        md += _md_table(
+            ["kernel", "problem", "status", "reason"],
+            [
+                [
+                    r["kernel"],
+                    r["problem_key"],
+                    r["status"],
+                    (r.get("reason") or "").replace("|", "/")[:160],
+                ]
+                for r in failures
+            ],
+        )
     else:
         md += ["Every selected kernel ran correctly on every problem."]
     md += ["", "## Codegen (compile-only)", ""]
@@ -367,25 +500,52 @@ def codegen_lines(ds: Dataset) -> list[str]:
     if not ds.codegen:
         return ["No codegen results (run `python -m harness codegen`)."]
     return _md_table(
-        ["kernel", "arch", "status", "registers", "spills (B)", "static smem (B)", "compile s",
-         "lines", "PTX features", "via raw PTX"],
-        [[r["kernel"], r["arch"], r["status"] if r["status"] == "ok"
-          else f"{r['status']}: {(r.get('reason') or '')[:60]}", _fmt(r.get("registers"), "d"),
-          _fmt(r.get("spill_bytes"), "d"), _fmt(r.get("shared_bytes"), "d"),
-          _fmt(r.get("compile_seconds"), ".2f"), _fmt(r.get("lines_of_code"), "d"),
-          ", ".join(r.get("features") or []) or "-", ", ".join(r.get("raw_ptx") or []) or "-"]
-         for r in sorted(ds.codegen, key=lambda r: (r["backend"], r["arch"], r["rung"]))])
+        [
+            "kernel",
+            "arch",
+            "status",
+            "registers",
+            "spills (B)",
+            "static smem (B)",
+            "compile s",
+            "lines",
+            "PTX features",
+            "via raw PTX",
+        ],
+        [
+            [
+                r["kernel"],
+                r["arch"],
+                r["status"]
+                if r["status"] == "ok"
+                else f"{r['status']}: {(r.get('reason') or '')[:60]}",
+                _fmt(r.get("registers"), "d"),
+                _fmt(r.get("spill_bytes"), "d"),
+                _fmt(r.get("shared_bytes"), "d"),
+                _fmt(r.get("compile_seconds"), ".2f"),
+                _fmt(r.get("lines_of_code"), "d"),
+                ", ".join(r.get("features") or []) or "-",
+                ", ".join(r.get("raw_ptx") or []) or "-",
+            ]
+            for r in sorted(ds.codegen, key=lambda r: (r["backend"], r["arch"], r["rung"]))
+        ],
+    )
 
 
-def render_report(results: Iterable[str | Path], out: Path,
-                  chain_problem: str | None = None) -> list[Path]:
+def render_report(
+    results: Iterable[str | Path], out: Path, chain_problem: str | None = None
+) -> list[Path]:
     """Render every figure, ``report.md`` and ``results.csv`` into ``out``; return the paths."""
     from harness.results import load, to_csv
 
     ds = load_dataset(results)
     out.mkdir(parents=True, exist_ok=True)
-    figures = {"cross_dsl": "cross_dsl.png", "ksweep": "ksweep.png", "chain": "chain.png",
-               "pct_cublas": "pct_cublas.png"}
+    figures = {
+        "cross_dsl": "cross_dsl.png",
+        "ksweep": "ksweep.png",
+        "chain": "chain.png",
+        "pct_cublas": "pct_cublas.png",
+    }
     key = chain_problem_for(ds, chain_problem)
     plot_cross_dsl(ds, out / figures["cross_dsl"])
     plot_ksweep(ds, out / figures["ksweep"])

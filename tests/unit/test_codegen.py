@@ -21,18 +21,27 @@ def test_ptx_features_recognise_the_defining_instructions() -> None:
     ptx = """
     .visible .entry k() .reqnctapercluster 2, 1, 1 {
     setmaxnreg.dec.sync.aligned.u32 40;
-    cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster [a], [b, {c, d}], [e], f;
+    cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes\
+.multicast::cluster [a], [b, {c, d}], [e], f;
     wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16 {...};
     cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [a, {b, c}], [d];
     mbarrier.try_wait.parity.shared::cta.b64 p, [x], 0;
     }"""
     feats = ptx_features(ptx)
-    for f in ("wgmma", "tma_load", "tma_store", "tma_multicast", "cluster", "setmaxnreg",
-              "mbarrier"):
+    for f in (
+        "wgmma",
+        "tma_load",
+        "tma_store",
+        "tma_multicast",
+        "cluster",
+        "setmaxnreg",
+        "mbarrier",
+    ):
         assert f in feats
     assert "tcgen05.mma.cta_group::2" not in feats
-    assert ptx_features("tcgen05.mma.cta_group::2.kind::f16 [x]; tcgen05.alloc.cta_group::2.sync") \
-        [:2] == ["tcgen05.mma.cta_group::2", "tcgen05.alloc.cta_group::2"]
+    assert ptx_features("tcgen05.mma.cta_group::2.kind::f16 [x]; tcgen05.alloc.cta_group::2.sync")[
+        :2
+    ] == ["tcgen05.mma.cta_group::2", "tcgen05.alloc.cta_group::2"]
 
 
 def test_ptxas_report_is_parsed_for_the_largest_kernel(monkeypatch: pytest.MonkeyPatch) -> None:

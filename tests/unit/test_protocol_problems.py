@@ -8,7 +8,13 @@ from harness.protocol import Kernel, KernelSpec, Problem, Rung
 
 def test_rung_names_and_order_match_the_design_table() -> None:
     assert [r.label for r in Rung] == [
-        "cublas", "tiled", "tma", "pipelined", "persistent", "warp_specialized", "cluster2",
+        "cublas",
+        "tiled",
+        "tma",
+        "pipelined",
+        "persistent",
+        "warp_specialized",
+        "cluster2",
         "multi_consumer",
     ]
     assert [int(r) for r in Rung] == list(range(8))
@@ -57,15 +63,48 @@ def test_expand_applies_dtypes_dedups_and_rejects_unknown() -> None:
 
 
 def test_kernel_spec_load_checks_identity() -> None:
-    spec = KernelSpec("cublas", "torch_matmul", Rung.CUBLAS, "any", "ref",
-                      module="backends.cublas.reference")
+    spec = KernelSpec(
+        "cublas", "torch_matmul", Rung.CUBLAS, "any", "ref", module="backends.cublas.reference"
+    )
     assert spec.id == "cublas/torch_matmul"
     assert isinstance(spec.load(), Kernel)
-    liar = KernelSpec("cublas", "other", Rung.CUBLAS, "any", "ref", module="backends.cublas.reference")
+    liar = KernelSpec(
+        "cublas", "other", Rung.CUBLAS, "any", "ref", module="backends.cublas.reference"
+    )
     with pytest.raises(TypeError, match="name"):
         liar.load()
     with pytest.raises(ValueError, match="arch"):
         KernelSpec("x", "y", Rung.TILED, "sm_80", "d", module="m")
-    missing = KernelSpec("x", "y", Rung.TILED, "sm_90a", "d", module="m",
-                         requires=("surely_not_a_module_xyz",))
+    missing = KernelSpec(
+        "x", "y", Rung.TILED, "sm_90a", "d", module="m", requires=("surely_not_a_module_xyz",)
+    )
     assert missing.missing_requirements() == ["surely_not_a_module_xyz"]
+
+
+def test_pins_are_checked_against_installed_versions() -> None:
+    import importlib.metadata
+
+    pytest_version = importlib.metadata.version("pytest")
+    ok = KernelSpec(
+        "x",
+        "y",
+        Rung.TILED,
+        "sm_90a",
+        "d",
+        module="m",
+        pins=(f"pytest=={pytest_version}", "pytest>=1.0"),
+    )
+    assert ok.missing_requirements() == []
+    old = KernelSpec(
+        "x",
+        "y",
+        Rung.TILED,
+        "sm_90a",
+        "d",
+        module="m",
+        pins=("pytest>=999", "surely-not-a-dist==1.0"),
+    )
+    assert old.missing_requirements() == [
+        f"pytest>=999 (found {pytest_version})",
+        "surely-not-a-dist==1.0",
+    ]

@@ -41,8 +41,15 @@ def test_broken_backend_is_reported_not_fatal(monkeypatch: pytest.MonkeyPatch) -
     dup.kernels = lambda: [spec]  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "fake_broken_backend", bad)
     monkeypatch.setitem(sys.modules, "fake_dup_backend", dup)
-    reg = discover(builtins=("backends.cublas", "fake_broken_backend", "fake_dup_backend",
-                             "backends.not_written_yet"), entry_points=False)
+    reg = discover(
+        builtins=(
+            "backends.cublas",
+            "fake_broken_backend",
+            "fake_dup_backend",
+            "backends.not_written_yet",
+        ),
+        entry_points=False,
+    )
     assert [s.id for s in reg] == ["cublas/torch_matmul"]
     sources = {e.source: e.error for e in reg.errors}
     assert "cannot list" in sources["fake_broken_backend"]

@@ -8,9 +8,9 @@ import pytest
 
 pytest.importorskip("matplotlib")
 
-from harness.results import ResultsError  # noqa: E402
-from reports.data import load_dataset  # noqa: E402
-from reports.render import chain_table, pct_table, render_report  # noqa: E402
+from harness.results import ResultsError
+from reports.data import load_dataset
+from reports.render import chain_table, pct_table, render_report
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 
@@ -18,15 +18,24 @@ FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 def test_report_renders_every_figure_and_carries_the_fixture_numbers(tmp_path: Path) -> None:
     written = render_report([FIXTURES], tmp_path)
     names = {p.name for p in written}
-    assert {"cross_dsl.png", "ksweep.png", "chain.png", "pct_cublas.png", "report.md",
-            "results.csv"} <= names
+    assert {
+        "cross_dsl.png",
+        "ksweep.png",
+        "chain.png",
+        "pct_cublas.png",
+        "report.md",
+        "results.csv",
+    } <= names
     for p in written:
         if p.suffix == ".png":
             assert p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and p.stat().st_size > 10_000
     md = (tmp_path / "report.md").read_text()
     # cuBLAS 4096^3: 2*4096^3 / 0.2 ms = 687.2 TFLOPS; alpha r7 0.19 ms -> 723.4 (105%).
     assert "| 4096x4096x4096-fp16 | 687.2 | 723.4 (105%) | 687.2 (100%) |" in md
-    assert "| 7 multi_consumer | alpha/sm90/r7_multi_consumer | ok | 0.1900 | 723.4 | 1.11 | 10.5 |" in md
+    assert (
+        "| 7 multi_consumer | alpha/sm90/r7_multi_consumer | ok | 0.1900 | 723.4 | 1.11 | 10.5 |"
+        in md
+    )
     assert "| 4 persistent | beta/sm90/r4_persistent | wrong |" in md
     assert "Fixture GPU H000" in md and "`0123456789`" in md
     assert "| alpha/sm90/r7_multi_consumer | sm_90a | ok | 168 | 0 | 1024 | 0.71 | 212 |" in md
@@ -34,8 +43,7 @@ def test_report_renders_every_figure_and_carries_the_fixture_numbers(tmp_path: P
     for fig in ("cross_dsl.png", "ksweep.png", "chain.png", "pct_cublas.png"):
         assert f"]({fig})" in md
     rows = list(csv.DictReader(io.StringIO((tmp_path / "results.csv").read_text())))
-    r7 = [r for r in rows if r["kernel"] == "alpha/sm90/r7_multi_consumer"
-          and r["k"] == "4096"]
+    r7 = [r for r in rows if r["kernel"] == "alpha/sm90/r7_multi_consumer" and r["k"] == "4096"]
     assert float(r7[0]["median_ms"]) == pytest.approx(0.19)
 
 

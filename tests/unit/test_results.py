@@ -21,8 +21,19 @@ def test_fixture_roundtrips_and_exports_csv() -> None:
     assert doc["schema_version"] == SCHEMA_VERSION
     csv_text = to_csv([doc])
     header = csv_text.splitlines()[0].split(",")
-    for col in ("kernel", "m", "n", "k", "dtype", "median_ms", "tflops", "pct_of_cublas",
-                "sm_clock_mhz_mean", "max_abs_err", "status"):
+    for col in (
+        "kernel",
+        "m",
+        "n",
+        "k",
+        "dtype",
+        "median_ms",
+        "tflops",
+        "pct_of_cublas",
+        "sm_clock_mhz_mean",
+        "max_abs_err",
+        "status",
+    ):
         assert col in header
     assert len(csv_text.splitlines()) == len(doc["records"]) + 1
     assert "alpha/sm90/r7_multi_consumer" in csv_text

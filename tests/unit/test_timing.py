@@ -47,8 +47,9 @@ def test_time_launches_rotates_sets_and_meets_minimums() -> None:
 
     assert warm_up(launch, sets, 0.05, "cpu") >= 1
     seen.clear()
-    samples = time_launches(launch, sets, min_samples=50, min_time_s=0.02, max_samples=500,
-                            device="cpu")
+    samples = time_launches(
+        launch, sets, min_samples=50, min_time_s=0.02, max_samples=500, device="cpu"
+    )
     assert len(samples) >= 50
     assert sum(samples) >= 20.0
     assert all(x >= 0.2 for x in samples)
