@@ -27,7 +27,7 @@ __all__ = ["PTX_FEATURES", "codegen_records", "count_loc", "ptx_features", "ptxa
 PTX_FEATURES: dict[str, str] = {
     "mma.sync": r"\bmma\.sync\.aligned",
     "wgmma": r"\bwgmma\.mma_async",
-    "tma_load": r"cp\.async\.bulk\.tensor\.\dd\.shared::cluster\.global",
+    "tma_load": r"cp\.async\.bulk\.tensor\.\dd\.shared::(cluster|cta)\.global",
     "tma_store": r"cp\.async\.bulk\.tensor\.\dd\.global\.shared::cta",
     "tma_multicast": r"cp\.async\.bulk\.tensor[\w.:]*\.multicast::cluster",
     "mbarrier": r"\bmbarrier\.",

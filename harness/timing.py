@@ -6,7 +6,9 @@ The measurement follows CUTLASS's GEMM guidelines and ``triton.testing.do_bench`
   (queried from the device), so no launch finds its operands already cached;
 * a warm-up of at least ``warmup_s`` seconds of back-to-back launches lets clocks settle;
 * every launch is bracketed by CUDA events recorded on the launching stream (one event ends a
-  sample and starts the next), so a sample is GPU time of exactly one launch;
+  sample and starts the next), so a sample is GPU time of exactly one launch; each batch starts
+  behind a short GPU-side sleep long enough for the host to enqueue it, so kernels shorter than
+  a host launch are timed back to back rather than at the host's pace;
 * at least ``min_samples`` samples and at least ``min_time_s`` of measured time are taken.
 """
 
@@ -123,15 +125,31 @@ def _run_batch(
     sets: Sequence[tuple[Any, Any, Any]],
     n: int,
     start: int,
-) -> list[float]:
+    hold_ms: float = 0.0,
+) -> tuple[list[float], float]:
+    """Time ``n`` launches; returns (per-launch ms, host ms spent enqueueing each launch).
+
+    ``hold_ms`` first parks the stream in a GPU-side sleep so the host can enqueue the whole
+    batch before the first launch starts (nvbench's "blocking kernel"): each sample is then the
+    kernel's own time, not the host's launch latency, even for kernels shorter than a launch.
+    """
     marks = clock.marks(n + 1)
+    if clock.cuda and hold_ms > 0:
+        clock._torch.cuda._sleep(int(hold_ms * _SLEEP_CYCLES_PER_MS))
+    t0 = time.perf_counter()
     clock.mark(marks, 0)
     for i in range(n):
         a, b, d = sets[(start + i) % len(sets)]
         launch(a, b, d)
         clock.mark(marks, i + 1)
+    host_ms = (time.perf_counter() - t0) * 1e3 / n
     clock.sync()
-    return clock.elapsed_ms(marks)
+    return clock.elapsed_ms(marks), host_ms
+
+
+#: torch.cuda._sleep spins for a number of SM cycles; at <= 2 GHz this many cycles last >= 1 ms.
+_SLEEP_CYCLES_PER_MS = 2_000_000
+_MAX_HOLD_MS = 250.0
 
 
 def warm_up(
@@ -162,12 +180,18 @@ def time_launches(
 ) -> list[float]:
     """Per-launch times (ms): at least ``min_samples`` and ``min_time_s`` of GPU time."""
     clock = _Clock(device)
-    # A first small batch estimates the launch time so the rest can be sized in one go.
-    samples = _run_batch(clock, launch, sets, min(10, min_samples), 0)
-    est = max(statistics.median(samples), 1e-4)
+    # A first small batch measures the launch time and the host's enqueue time per launch, so
+    # the rest can be sized, and held back long enough for the host to get ahead of the GPU.
+    # Its samples ran at the host's pace, so they only size the rest and are not kept.
+    probe, host_ms = _run_batch(clock, launch, sets, min(10, min_samples), 0)
+    est = max(min(probe), 1e-4)
+    samples: list[float] = []
     want = max(min_samples, math.ceil(min_time_s * 1e3 / est))
     want = min(want, max_samples)
+    per_batch = max(1, min(2000, int(_MAX_HOLD_MS / 1.5 / max(host_ms, 1e-3))))
     while len(samples) < want:
-        n = min(want - len(samples), 2000)
-        samples += _run_batch(clock, launch, sets, n, len(samples))
+        n = min(want - len(samples), per_batch)
+        hold = min(_MAX_HOLD_MS, 1.5 * n * host_ms)
+        batch, host_ms = _run_batch(clock, launch, sets, n, len(samples), hold_ms=hold)
+        samples += batch
     return samples

@@ -43,10 +43,12 @@ def main() -> None:
         warm_up(launch, sets, ts.warmup_s, "cuda")
         ours = summarize(time_launches(launch, sets, ts.min_samples, ts.min_time_s, ts.max_samples))
         a, b, d = sets[0]
-        theirs = triton.testing.do_bench(lambda a=a, b=b, d=d: launch(a, b, d), warmup=250,
-                                         rep=500, return_mode="median")
-        theirs_all = triton.testing.do_bench(lambda a=a, b=b, d=d: launch(a, b, d), warmup=25,
-                                             rep=500, return_mode="all")
+        theirs = triton.testing.do_bench(
+            lambda a=a, b=b, d=d: launch(a, b, d), warmup=250, rep=500, return_mode="median"
+        )
+        theirs_all = triton.testing.do_bench(
+            lambda a=a, b=b, d=d: launch(a, b, d), warmup=25, rep=500, return_mode="all"
+        )
         row = {
             "problem": p.key,
             "harness_median_ms": ours.median_ms,
@@ -58,8 +60,11 @@ def main() -> None:
             "do_bench_tflops": p.flops / theirs / 1e9,
         }
         rows.append(row)
-        print(f"{p.key:<22} harness {ours.median_ms:8.4f} ms  do_bench {theirs:8.4f} ms  "
-              f"ratio {row['ratio_harness_over_do_bench']:.3f}", flush=True)
+        print(
+            f"{p.key:<22} harness {ours.median_ms:8.4f} ms  do_bench {theirs:8.4f} ms  "
+            f"ratio {row['ratio_harness_over_do_bench']:.3f}",
+            flush=True,
+        )
         del sets, a, b, d
         torch.cuda.empty_cache()
     if args.out:

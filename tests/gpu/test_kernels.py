@@ -25,14 +25,16 @@ SPECS = [s for s in discover() if "cuda" in s.devices]
 @pytest.mark.gpu
 @pytest.mark.parametrize("spec", SPECS, ids=[s.id for s in SPECS])
 def test_kernel_is_correct(spec) -> None:
-    from harness.runner import RunSettings, Runner
+    from harness.runner import Runner, RunSettings
 
     want = ARCH_CAPABILITY[spec.arch]
     if want is not None and tuple(CAP) != want:
         pytest.skip(f"{spec.arch} kernel on an sm_{CAP[0]}{CAP[1]} GPU")
     if spec.missing_requirements():
         pytest.skip(f"not installed: {spec.missing_requirements()}")
-    suites = ["smoke", "ragged"] + (["square", "ksweep"] if spec.rung == Rung.MULTI_CONSUMER else [])
+    suites = ["smoke", "ragged"] + (
+        ["square", "ksweep"] if spec.rung == Rung.MULTI_CONSUMER else []
+    )
     problems = expand(suites, ["fp16", "bf16"])
     with Runner([spec], RunSettings(measure=False, timeout_s=300)) as runner:
         records = list(runner.run(problems))

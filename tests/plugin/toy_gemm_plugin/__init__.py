@@ -17,8 +17,16 @@ _KINDS = {
 
 def kernels() -> list[KernelSpec]:
     return [
-        KernelSpec(backend="toy", name=name, rung=rung, arch="any", description=desc,
-                   module="toy_gemm_plugin.kernels", attr=name.upper(), requires=("torch",),
-                   devices=("cpu",))
+        KernelSpec(
+            backend="toy",
+            name=name,
+            rung=rung,
+            arch="any",
+            description=desc,
+            module="toy_gemm_plugin.kernels",
+            attr=name.upper(),
+            requires=("torch",),
+            devices=("cpu",),
+        )
         for name, (rung, desc) in _KINDS.items()
     ]

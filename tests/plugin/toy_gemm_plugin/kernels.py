@@ -54,8 +54,15 @@ class Toy:
         return launch
 
     def codegen(self, problem: Problem, arch: str) -> Artifacts:
-        return Artifacts(arch=arch, ptx=_FAKE_PTX, compile_seconds=0.01, registers=40,
-                         spill_bytes=0, shared_bytes=1024, raw_ptx=("setmaxnreg",))
+        return Artifacts(
+            arch=arch,
+            ptx=_FAKE_PTX,
+            compile_seconds=0.01,
+            registers=40,
+            spill_bytes=0,
+            shared_bytes=1024,
+            raw_ptx=("setmaxnreg",),
+        )
 
 
 OK = Toy("ok", Rung.TILED)

@@ -1,0 +1,154 @@
+"""Host side shared by every CuTeDSL rung: the :class:`harness.protocol.Kernel` implementation.
+
+A rung module defines a ``Gemm`` class whose ``@cute.jit __call__(a_ptr, b_ptr, d_ptr, m, n, k,
+stream)`` builds tensors, TMA descriptors and launches its ``@cute.kernel``. This module turns
+that class into a protocol ``Kernel``: it compiles once per (dtype, variant) and caches the
+compiled function (``cute.compile`` itself keeps no cache we can rely on), builds the launch
+closure, and compiles without a GPU for ``codegen``.
+
+Why raw pointers and runtime ``m, n, k`` instead of ``from_dlpack`` tensors: converting a torch
+tensor through DLPack costs tens of microseconds per call, a pointer costs a few; and one
+compiled kernel per dtype serves every shape, so the harness's many problems never recompile.
+The layouts are rebuilt inside the jit function from ``m, n, k`` (row-major, unit stride in the
+last mode), which is all TMA needs.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from harness.protocol import Artifacts, LaunchFn, Problem, Rung
+
+#: Streaming multiprocessors assumed when compiling without a GPU (H100 SXM / H200 / B200 class).
+DEFAULT_NUM_SMS = 132
+
+
+def _dtype(name: str) -> Any:
+    import cutlass
+
+    return {"fp16": cutlass.Float16, "bf16": cutlass.BFloat16}[name]
+
+
+def _num_sms() -> int:
+    import torch
+
+    return torch.cuda.get_device_properties(torch.cuda.current_device()).multi_processor_count
+
+
+@dataclass
+class CuteDslKernel:
+    """One CuTeDSL rung as a protocol ``Kernel``.
+
+    ``make_gemm(num_sms, variant)`` returns the rung's ``Gemm`` object; ``variant_of(problem)``
+    names the compile-time variant a problem needs (e.g. whether the TMA-store epilogue can be
+    used, which needs 16-byte aligned output rows); ``supports_fn`` adds the rung's own limits.
+    """
+
+    name: str
+    rung: Rung
+    arch: str
+    description: str
+    make_gemm: Callable[[int, Any], Any]
+    variant_of: Callable[[Problem], Any] = lambda problem: None
+    supports_fn: Callable[[Problem], str | None] = lambda problem: None
+    raw_ptx: tuple[str, ...] = ()
+    backend: str = "cutedsl"
+    _cache: dict[tuple[str, Any, int], Any] = field(default_factory=dict, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    # -- protocol -------------------------------------------------------------------------------
+    def supports(self, problem: Problem) -> str | None:
+        if problem.k % 8 != 0:
+            return "K must be a multiple of 8 (TMA needs 16-byte aligned rows)"
+        return self.supports_fn(problem)
+
+    def compile(self, problem: Problem) -> LaunchFn:
+        reason = self.supports(problem)
+        if reason is not None:
+            raise ValueError(f"cutedsl/{self.name}: unsupported problem {problem.key}: {reason}")
+        import cuda.bindings.driver as cuda
+        import cutlass
+        import cutlass.cute as cute
+        import torch
+        from cutlass.cute.runtime import make_ptr
+
+        want = {"sm_90a": (9, 0), "sm_100a": (10, 0)}[self.arch]
+        have = torch.cuda.get_device_capability()
+        if have != want:
+            raise RuntimeError(
+                f"cutedsl/{self.name} is built for {self.arch}; this GPU is sm_{have[0]}{have[1]}"
+            )
+        num_sms = _num_sms()
+        variant = self.variant_of(problem)
+        key = (problem.dtype, variant, num_sms)
+        with self._lock:
+            compiled = self._cache.get(key)
+            if compiled is None:
+                compiled = self._compile(problem.dtype, variant, num_sms, arch=None)[0]
+                self._cache[key] = compiled
+        dtype = _dtype(problem.dtype)
+        gmem = cute.AddressSpace.gmem
+        m, n, k = cutlass.Int32(problem.m), cutlass.Int32(problem.n), cutlass.Int32(problem.k)
+
+        def launch(a: Any, b: Any, out: Any) -> None:
+            stream = cuda.CUstream(torch.cuda.current_stream().cuda_stream)
+            compiled(
+                make_ptr(dtype, a.data_ptr(), gmem, assumed_align=16),
+                make_ptr(dtype, b.data_ptr(), gmem, assumed_align=16),
+                make_ptr(dtype, out.data_ptr(), gmem, assumed_align=16),
+                m,
+                n,
+                k,
+                stream,
+            )
+
+        return launch
+
+    def codegen(self, problem: Problem, arch: str) -> Artifacts:
+        if arch != self.arch:
+            raise ValueError(f"cutedsl/{self.name} targets {self.arch}, not {arch}")
+        variant = self.variant_of(problem)
+        compiled, seconds = self._compile(problem.dtype, variant, DEFAULT_NUM_SMS, arch=arch)
+        ptx, cubin = compiled.__ptx__, compiled.__cubin__
+        return Artifacts(
+            arch=arch,
+            ptx=ptx if isinstance(ptx, str) and not ptx.endswith(".ptx") else None,
+            cubin=cubin if isinstance(cubin, bytes) else None,
+            compile_seconds=seconds,
+            raw_ptx=self.raw_ptx,
+            notes=(f"variant={variant}",) if variant is not None else (),
+        )
+
+    # -- internals ------------------------------------------------------------------------------
+    def _compile(self, dtype_name: str, variant: Any, num_sms: int, arch: str | None) -> Any:
+        """``cute.compile`` the rung for one dtype/variant; with ``arch`` no GPU is needed."""
+        import cutlass
+        import cutlass.cute as cute
+        from cutlass.cute.runtime import make_fake_stream, make_ptr
+
+        dtype = _dtype(dtype_name)
+        gmem = cute.AddressSpace.gmem
+        # Placeholder pointers: the compiled function takes the real addresses at launch.
+        ptrs = [make_ptr(dtype, 16 * (i + 1), gmem, assumed_align=16) for i in range(3)]
+        shape = [cutlass.Int32(128)] * 3
+        gemm = self.make_gemm(num_sms, variant)
+        options = ""
+        if arch is not None:
+            dump = tempfile.mkdtemp(prefix="cutedsl-")
+            options = f"--gpu-arch {arch} --keep-ptx --keep-cubin --dump-dir {dump}"
+        start = time.perf_counter()
+        if arch is None:
+            compiled = cute.compile(gemm, *ptrs, *shape, make_fake_stream())
+        else:
+            compiled = cute.compile(gemm, *ptrs, *shape, make_fake_stream(), options=options)
+        seconds = time.perf_counter() - start
+        if arch is not None:
+            # PTX and cubin were read into the compiled object; the dump files are not needed.
+            shutil.rmtree(dump, ignore_errors=True)
+        return compiled, seconds

@@ -1,0 +1,416 @@
+"""CuTeDSL · sm_90a · rung 6 ``cluster2`` — two CTAs share the B tile through TMA multicast.
+
+Changes from rung 5: a 2-CTA cluster (2, 1) along M. Both CTAs of the pair compute the same N
+columns, so they need the same B tile: CTA r loads rows [64r, 64r+64) of the 128 x 64 B tile
+and multicasts them to both CTAs (``cta_mask = 0b11``). Each CTA's full barrier now expects
+its A bytes plus the whole B tile (half from itself, half from the peer), and each stage's
+empty barrier counts the consumer warps of both CTAs, because the producer's multicast writes
+into the peer's shared memory too. Barrier inits are fenced cluster-wide and the pair syncs
+before the first TMA; the producer's tail drains the last (remote) releases before exit.
+
+Shared-memory budget (fp16/bf16, 2 bytes):
+
+    A stage  128 x 64 x 2            = 16 KiB
+    B stage  128 x 64 x 2            = 16 KiB
+    one stage                        = 32 KiB
+    epilogue 4 x (64 x 32 x 2)       = 16 KiB
+    barriers 2 x 6 x 8 B (+ align)   <  1 KiB
+    227 KiB - 16 KiB - 1 KiB = 210 KiB -> 6 stages (192 KiB), total ~209 KiB
+
+Barriers (one of each per stage s; counts are arrivals per phase):
+
+    name          arrives                                   waits        meaning
+    ab_full[s]    producer lane (1, arrive.expect_tx of     consumers    A + whole B tile of
+                  32 KiB) + TMA bytes from both CTAs                     stage s landed
+    ab_empty[s]   one elected lane of each consumer warp    producer     stage s free in BOTH
+                  of BOTH CTAs (2 CTAs x 4 warps = 8)                    CTAs of the pair
+
+The producer starts with phase 1 on the empty barriers (every stage is free at start, so its
+first wait on each passes) and the consumers with phase 0 on the full barriers (nothing has
+landed): ``make_pipeline_state`` encodes exactly that for ``Producer`` and ``Consumer``.
+"""
+
+from __future__ import annotations
+
+import cuda.bindings.driver as cuda
+import cutlass
+import cutlass.cute as cute
+import cutlass.pipeline as pipeline
+import cutlass.utils as utils
+import cutlass.utils.hopper_helpers as sm90_utils
+from cutlass.cute.nvgpu import cpasync, warp, warpgroup
+from cutlass.memory import SmemAllocator
+from cutlass.tensor_utils import LayoutEnum
+
+from backends.cutedsl._host import CuteDslKernel
+from harness.protocol import Problem, Rung
+
+# -- constants -------------------------------------------------------------------------------
+BLOCK_M, BLOCK_N, BLOCK_K = 128, 128, 64  # CTA tile; the cluster tile is 256 x 128
+NUM_STAGES = 6  # shared-memory ring depth (budget above)
+NUM_CONSUMERS = 1  # consumer warpgroups; one owns the whole 128 x 128 tile
+CLUSTER_M = 2  # CTAs per cluster, along M; they share (multicast) the B tile
+EPI_TILE = (64, 32)  # epilogue sub-tile staged in shared memory for one TMA store
+EPI_STAGES = 4  # epilogue buffers in flight
+PRODUCER_REGS = 40  # setmaxnreg.dec for the producer warpgroup
+CONSUMER_REGS = 232  # setmaxnreg.inc for the consumer warpgroups
+L2_GROUP = 8  # scheduler swizzle: clusters per L2 group along M
+THREADS_PER_WG = 128
+NUM_THREADS = (1 + NUM_CONSUMERS) * THREADS_PER_WG
+EPI_BARRIER_ID = 1  # named barrier 0 is __syncthreads
+
+
+class Gemm:
+    """D[M, N] = A[M, K] @ B[N, K].T, persistent warp-specialized 2-CTA wgmma kernel."""
+
+    def __init__(self, num_sms: int, tma_store: bool, l2_group: int = L2_GROUP):
+        self.max_active_clusters = num_sms // CLUSTER_M
+        self.tma_store = tma_store  # needs N % 8 == 0 (16-byte aligned rows of D)
+        self.l2_group = l2_group
+        self.tile_mnk = (BLOCK_M, BLOCK_N, BLOCK_K)
+        self.cluster_mn = (CLUSTER_M, 1)
+
+    # -- host: layouts, TMA descriptors, launch ----------------------------------------------
+    @cute.jit
+    def __call__(
+        self,
+        a_ptr: cute.Pointer,
+        b_ptr: cute.Pointer,
+        d_ptr: cute.Pointer,
+        m: cutlass.Int32,
+        n: cutlass.Int32,
+        k: cutlass.Int32,
+        stream: cuda.CUstream,
+    ):
+        self.dtype = a_ptr.dtype
+        # Row-major operands; the unit stride is static, the row pitch a multiple of 8 elements.
+        k = cute.assume(k, divby=8)
+        ld_d = cute.assume(n, divby=8) if cutlass.const_expr(self.tma_store) else n
+        mA = cute.make_tensor(a_ptr, cute.make_layout((m, k), stride=(k, 1)))
+        mB = cute.make_tensor(b_ptr, cute.make_layout((n, k), stride=(k, 1)))
+        mD = cute.make_tensor(d_ptr, cute.make_layout((m, n), stride=(ld_d, 1)))
+
+        # MMA: one warpgroup, m64n128k16, repeated twice along M to cover the 128-row tile.
+        tiled_mma = sm90_utils.make_trivial_tiled_mma(
+            self.dtype,
+            self.dtype,
+            warpgroup.OperandMajorMode.K,
+            warpgroup.OperandMajorMode.K,
+            cutlass.Float32,
+            (NUM_CONSUMERS, 1, 1),
+            tiler_mn=(64, BLOCK_N),
+        )
+
+        # -- shared-memory plan: swizzled K-major A/B rings, row-major epilogue buffers ------
+        row = LayoutEnum.ROW_MAJOR
+        sA_layout = sm90_utils.make_smem_layout_a(row, self.tile_mnk, self.dtype, NUM_STAGES)
+        sB_layout = sm90_utils.make_smem_layout_b(row, self.tile_mnk, self.dtype, NUM_STAGES)
+        sD_layout = sm90_utils.make_smem_layout_epi(self.dtype, row, EPI_TILE, EPI_STAGES)
+
+        @cute.struct
+        class SharedStorage:
+            ab_barriers: cute.struct.MemRange[cutlass.Int64, NUM_STAGES * 2]
+            sA: cute.struct.Align[cute.struct.MemRange[self.dtype, cute.cosize(sA_layout)], 1024]
+            sB: cute.struct.Align[cute.struct.MemRange[self.dtype, cute.cosize(sB_layout)], 1024]
+            sD: cute.struct.Align[cute.struct.MemRange[self.dtype, cute.cosize(sD_layout)], 1024]
+
+        self.shared_storage = SharedStorage
+
+        # TMA loads. A: plain (each CTA its own rows). B: multicast across the CLUSTER_M CTAs,
+        # each of which issues 1/CLUSTER_M of the tile (tma_partition splits it below).
+        a_smem = cute.slice_(sA_layout, (None, None, 0))
+        b_smem = cute.slice_(sB_layout, (None, None, 0))
+        tma_a, gA_tma = cpasync.make_tiled_tma_atom(
+            cpasync.CopyBulkTensorTileG2SOp(), mA, a_smem, (BLOCK_M, BLOCK_K)
+        )
+        tma_b, gB_tma = cpasync.make_tiled_tma_atom(
+            cpasync.CopyBulkTensorTileG2SMulticastOp(),
+            mB,
+            b_smem,
+            (BLOCK_N, BLOCK_K),
+            num_multicast=CLUSTER_M,
+        )
+        # TMA store of D (clips at the matrix edge), or the plain tensor for direct stores.
+        tma_d, gD_out = mD, mD
+        if cutlass.const_expr(self.tma_store):
+            tma_d, gD_out = cpasync.make_tiled_tma_atom(
+                cpasync.CopyBulkTensorTileS2GOp(),
+                mD,
+                cute.slice_(sD_layout, (None, None, 0)),
+                EPI_TILE,
+            )
+
+        # Persistent grid over cluster tiles (ragged edges round up; TMA zero-fills/clips).
+        tiles_mnl = (cute.ceil_div(m, BLOCK_M), cute.ceil_div(n, BLOCK_N), 1)
+        sched_params = utils.PersistentTileSchedulerParams(
+            tiles_mnl, (*self.cluster_mn, 1), self.l2_group, True
+        )
+        grid = utils.StaticPersistentTileScheduler.get_grid_shape(
+            sched_params, self.max_active_clusters
+        )
+
+        self.kernel(
+            tma_a,
+            gA_tma,
+            tma_b,
+            gB_tma,
+            tma_d,
+            gD_out,
+            tiled_mma,
+            sA_layout,
+            sB_layout,
+            sD_layout,
+            sched_params,
+        ).launch(
+            grid=grid,
+            block=[NUM_THREADS, 1, 1],
+            cluster=(*self.cluster_mn, 1),
+            min_blocks_per_mp=1,
+            stream=stream,
+        )
+
+    # -- device ------------------------------------------------------------------------------
+    @cute.kernel
+    def kernel(
+        self,
+        tma_a: cute.CopyAtom,
+        mA: cute.Tensor,
+        tma_b: cute.CopyAtom,
+        mB: cute.Tensor,
+        tma_d: cute.CopyAtom | cute.Tensor,
+        mD: cute.Tensor,
+        tiled_mma: cute.TiledMma,
+        sA_layout: cute.ComposedLayout,
+        sB_layout: cute.ComposedLayout,
+        sD_layout: cute.ComposedLayout,
+        sched_params: utils.PersistentTileSchedulerParams,
+    ):
+        tidx, _, _ = cute.arch.thread_idx()
+        warp_idx = cute.arch.make_warp_uniform(cute.arch.warp_idx())
+        wg_idx = cute.arch.make_warp_uniform(tidx // THREADS_PER_WG)
+
+        if warp_idx == 0:
+            cpasync.prefetch_descriptor(tma_a)
+            cpasync.prefetch_descriptor(tma_b)
+            if cutlass.const_expr(self.tma_store):
+                cpasync.prefetch_descriptor(tma_d)
+
+        cta_layout = cute.make_layout((*self.cluster_mn, 1))
+        cta_rank = cute.arch.make_warp_uniform(cute.arch.block_idx_in_cluster())
+        cluster_coord = cta_layout.get_flat_coord(cta_rank)
+        # B goes to every CTA that shares this CTA's N coordinate: both CTAs of the pair.
+        b_mcast_mask = cute.make_layout_image_mask(cta_layout, cluster_coord, mode=0)
+
+        # -- shared memory ---------------------------------------------------------------------
+        smem = SmemAllocator()
+        storage = smem.allocate(self.shared_storage)
+        sA = storage.sA.get_tensor(sA_layout.outer, swizzle=sA_layout.inner)
+        sB = storage.sB.get_tensor(sB_layout.outer, swizzle=sB_layout.inner)
+        sD = storage.sD.get_tensor(sD_layout.outer, swizzle=sD_layout.inner)
+
+        # -- barriers (table in the module docstring) -------------------------------------------
+        stage_bytes = cute.size_in_bytes(
+            self.dtype, cute.slice_(sA_layout, (None, None, 0))
+        ) + cute.size_in_bytes(self.dtype, cute.slice_(sB_layout, (None, None, 0)))
+        # ab_empty: one arrive per consumer warp per CTA it multicasts to (both CTAs).
+        consumer_arrivals = CLUSTER_M * NUM_CONSUMERS * (THREADS_PER_WG // 32)
+        ab_pipe = pipeline.PipelineTmaAsync.create(
+            barrier_storage=storage.ab_barriers.data_ptr(),
+            num_stages=NUM_STAGES,
+            producer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread),
+            consumer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, consumer_arrivals),
+            tx_count=stage_bytes,
+            cta_layout_vmnk=cute.make_layout((1, *cta_layout.shape)),
+            defer_sync=True,
+        )
+        # The peer multicasts into our shared memory and arrives on our barriers: make the
+        # barrier inits visible cluster-wide before anyone may touch them.
+        pipeline.pipeline_init_arrive(cluster_shape_mn=self.cluster_mn, is_relaxed=True)
+
+        # -- global tiles and their TMA partitions ------------------------------------------
+        gA = cute.local_tile(mA, (BLOCK_M, BLOCK_K), (None, None))  # (bM, bK, RestM, RestK)
+        gB = cute.local_tile(mB, (BLOCK_N, BLOCK_K), (None, None))  # (bN, bK, RestN, RestK)
+        gD = cute.local_tile(mD, (BLOCK_M, BLOCK_N), (None, None))  # (bM, bN, RestM, RestN)
+        tAsA, tAgA = cpasync.tma_partition(
+            tma_a, 0, cute.make_layout(1), cute.group_modes(sA, 0, 2), cute.group_modes(gA, 0, 2)
+        )
+        # B split CLUSTER_M ways: this CTA's rank along M picks its slice of the B tile.
+        tBsB, tBgB = cpasync.tma_partition(
+            tma_b,
+            cluster_coord[0],
+            cute.make_layout(CLUSTER_M),
+            cute.group_modes(sB, 0, 2),
+            cute.group_modes(gB, 0, 2),
+        )
+        k_tiles = cute.size(gA, mode=[3])
+
+        pipeline.pipeline_init_wait(cluster_shape_mn=self.cluster_mn)
+
+        # -- producer warpgroup: warp 0 walks the tiles, an elected lane issues each TMA -----
+        if wg_idx == 0:
+            cute.arch.setmaxregister_decrease(PRODUCER_REGS)
+            if warp_idx == 0:
+                sched = utils.StaticPersistentTileScheduler.create(
+                    sched_params, cute.arch.block_idx(), cute.arch.grid_dim()
+                )
+                work = sched.initial_work_tile_info()
+                prod = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, NUM_STAGES)
+                while work.is_valid_tile:
+                    tile_m, tile_n, _ = work.tile_idx
+                    for kt in range(k_tiles):
+                        # Wait until the stage is free in both CTAs, then arm ab_full with the
+                        # bytes this CTA will receive (its A + both halves of B).
+                        ab_pipe.producer_acquire(prod)
+                        bar = ab_pipe.producer_get_barrier(prod)
+                        cute.copy(
+                            tma_a,
+                            tAgA[(None, tile_m, kt)],
+                            tAsA[(None, prod.index)],
+                            tma_bar_ptr=bar,
+                        )
+                        cute.copy(
+                            tma_b,
+                            tBgB[(None, tile_n, kt)],
+                            tBsB[(None, prod.index)],
+                            tma_bar_ptr=bar,
+                            mcast_mask=b_mcast_mask,
+                        )
+                        prod.advance()
+                    sched.advance_to_next_work()
+                    work = sched.get_current_work()
+                # Wait for the last releases (ours and the peer's) so that no remote arrive
+                # targets this CTA's barriers after it exits.
+                ab_pipe.producer_tail(prod)
+
+        # -- consumer warpgroups: wgmma over the ring, then the epilogue --------------------
+        if wg_idx > 0:
+            cute.arch.setmaxregister_increase(CONSUMER_REGS)
+            consumer_tidx = tidx - THREADS_PER_WG
+            thr_mma = tiled_mma.get_slice(consumer_tidx)
+            tCrA = tiled_mma.make_fragment_A(thr_mma.partition_A(sA))
+            tCrB = tiled_mma.make_fragment_B(thr_mma.partition_B(sB))
+            acc = cute.make_rmem_tensor(thr_mma.partition_C(gD).shape[:3], cutlass.Float32)
+            k_blocks = cute.size(tCrA, mode=[2])
+
+            # Epilogue plumbing: registers -> shared (stmatrix) -> global (TMA store).
+            epi_bar = pipeline.NamedBarrier(
+                barrier_id=EPI_BARRIER_ID, num_threads=NUM_CONSUMERS * THREADS_PER_WG
+            )
+            r2s = cute.make_tiled_copy_S(
+                sm90_utils.get_smem_store_op(LayoutEnum.ROW_MAJOR, self.dtype, cutlass.Float32),
+                cute.make_tiled_copy_C_atom(
+                    cute.make_copy_atom(warp.StMatrix8x8x16bOp(False, 4), self.dtype), tiled_mma
+                ),
+            )
+            thr_r2s = r2s.get_slice(consumer_tidx)
+            tRS_sD = thr_r2s.partition_D(sD)
+            tRS_acc = r2s.retile(acc)
+            rD_shape = cute.shape(thr_r2s.partition_S(sD))[:3]
+            tRS_rAcc = cute.make_rmem_tensor(rD_shape, cutlass.Float32)
+            tRS_rD = cute.make_rmem_tensor(rD_shape, self.dtype)
+            epi_len = cute.size(tRS_rAcc)
+            store_pipe = pipeline.PipelineTmaStore.create(
+                num_stages=EPI_STAGES,
+                producer_group=pipeline.CooperativeGroup(
+                    pipeline.Agent.Thread, NUM_CONSUMERS * THREADS_PER_WG
+                ),
+            )
+
+            sched = utils.StaticPersistentTileScheduler.create(
+                sched_params, cute.arch.block_idx(), cute.arch.grid_dim()
+            )
+            work = sched.initial_work_tile_info()
+            read = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, NUM_STAGES)
+            release = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, NUM_STAGES)
+            epi_count = cutlass.Int32(0)  # epilogue sub-tiles stored so far (buffer rotation)
+            while work.is_valid_tile:
+                tile_m, tile_n, _ = work.tile_idx
+                # Mainloop: keep one wgmma batch in flight; release a stage only after the
+                # batch that read it retired (wait_group(1) after issuing the next one).
+                acc.fill(0.0)
+                tiled_mma.set(warpgroup.Field.ACCUMULATE, True)
+                warpgroup.fence()
+                for kt in range(k_tiles):
+                    ab_pipe.consumer_wait(read)
+                    for kb in cutlass.range_constexpr(k_blocks):
+                        coord = (None, None, kb, read.index)
+                        cute.gemm(tiled_mma, acc, tCrA[coord], tCrB[coord], acc)
+                    warpgroup.commit_group()
+                    read.advance()
+                    if kt > 0:
+                        warpgroup.wait_group(1)
+                        ab_pipe.consumer_release(release)
+                        release.advance()
+                # K >= 8 so there is at least one k-tile: release the last stage read.
+                warpgroup.wait_group(0)
+                ab_pipe.consumer_release(release)
+                release.advance()
+
+                if cutlass.const_expr(self.tma_store):
+                    # D tile in EPI_TILE sub-tiles: the consumers write a sub-tile to shared
+                    # memory, one warp issues the TMA store.
+                    gD_tile = cute.zipped_divide(gD[(None, None, tile_m, tile_n)], EPI_TILE)
+                    bSG_sD, bSG_gD = cpasync.tma_partition(
+                        tma_d, 0, cute.make_layout(1), cute.group_modes(sD, 0, 2), gD_tile
+                    )
+                    epi_n = cute.size(gD_tile, mode=[1])
+                    epi_grid = cute.make_layout(gD_tile.shape[1], stride=(gD_tile.shape[1][1], 1))
+                    for e in cutlass.range_constexpr(epi_n):
+                        for v in cutlass.range_constexpr(epi_len):
+                            tRS_rAcc[v] = tRS_acc[e * epi_len + v]
+                        tRS_rD.store(tRS_rAcc.load().to(self.dtype))
+                        buf = (epi_count + e) % EPI_STAGES
+                        cute.copy(r2s, tRS_rD, tRS_sD[(None, None, None, buf)])
+                        # stmatrix writes are generic-proxy; the TMA store reads through the
+                        # async proxy: fence, then let every consumer thread reach the barrier.
+                        cute.arch.fence_proxy("async.shared", space="cta")
+                        epi_bar.arrive_and_wait()
+                        if warp_idx == THREADS_PER_WG // 32:
+                            cute.copy(
+                                tma_d,
+                                bSG_sD[(None, buf)],
+                                bSG_gD[(None, epi_grid.get_hier_coord(e))],
+                            )
+                            # Keep at most EPI_STAGES - 1 stores reading shared memory, so the
+                            # buffer written next is no longer being read.
+                            store_pipe.producer_commit()
+                            store_pipe.producer_acquire()
+                        epi_bar.arrive_and_wait()
+                    epi_count += epi_n
+                else:
+                    # Rows of D not 16-byte aligned (N % 8 != 0): no TMA store; each thread
+                    # writes its accumulator elements directly, predicated on the matrix edge.
+                    gD_tile = gD[(None, None, tile_m, tile_n)]
+                    cD = cute.local_tile(
+                        cute.make_identity_tensor(mD.shape), (BLOCK_M, BLOCK_N), (tile_m, tile_n)
+                    )
+                    tCgD = thr_mma.partition_C(gD_tile)
+                    tCcD = thr_mma.partition_C(cD)
+                    for i in cutlass.range_constexpr(cute.size(acc)):
+                        if cute.elem_less(tCcD[i], mD.shape):
+                            tCgD[i] = acc[i].to(self.dtype)
+
+                sched.advance_to_next_work()
+                work = sched.get_current_work()
+
+            if cutlass.const_expr(self.tma_store):
+                # Drain outstanding TMA stores before the CTA (and its shared memory) goes away.
+                store_pipe.producer_tail()
+
+
+def _variant(problem: Problem) -> bool:
+    """TMA-store epilogue when D's rows are 16-byte aligned."""
+    return problem.n % 8 == 0
+
+
+KERNEL = CuteDslKernel(
+    name="sm90/r6_cluster2",
+    rung=Rung.CLUSTER2,
+    arch="sm_90a",
+    description=(
+        "persistent warp-specialized 2-CTA (B multicast) wgmma, 1 consumer warpgroup, "
+        "128x128x64, 6 stages, TMA-store epilogue"
+    ),
+    make_gemm=lambda num_sms, tma_store: Gemm(num_sms, tma_store),
+    variant_of=_variant,
+)

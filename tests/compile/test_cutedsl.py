@@ -1,0 +1,138 @@
+"""CuTeDSL kernels compile without a GPU and their PTX holds the instructions of their rung.
+
+Runs on CPU: ``cute.compile`` with ``--gpu-arch`` set to each kernel's arch, placeholder
+pointers and a fake stream (``backends/cutedsl/_host.py``). Skipped when nvidia-cutlass-dsl is
+not installed.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from backends.cutedsl import kernels
+from harness.protocol import Problem, Rung
+
+pytest.importorskip("cutlass", reason="nvidia-cutlass-dsl is not installed")
+
+SPECS = kernels()
+
+#: Instructions every kernel of a rung must contain, by arch (cumulative along the chain).
+HOPPER_FEATURES: dict[Rung, tuple[str, ...]] = {
+    Rung.TILED: ("wgmma.mma_async", "ld.global.v4", "st.shared.v4"),
+    Rung.TMA: ("wgmma.mma_async", "cp.async.bulk.tensor", "mbarrier.try_wait", "stmatrix"),
+    Rung.PIPELINED: ("wgmma.mma_async", "cp.async.bulk.tensor", "mbarrier.try_wait"),
+    Rung.PERSISTENT: ("wgmma.mma_async", "cp.async.bulk.tensor", "mbarrier.try_wait"),
+    Rung.WARP_SPECIALIZED: ("wgmma.mma_async", "cp.async.bulk.tensor", "setmaxnreg"),
+    Rung.CLUSTER2: (
+        "wgmma.mma_async",
+        "cp.async.bulk.tensor",
+        "setmaxnreg",
+        "multicast::cluster",
+        "mapa.shared::cluster",
+        "mbarrier.arrive.shared::cluster",
+        "barrier.cluster.arrive",
+    ),
+    Rung.MULTI_CONSUMER: (
+        "wgmma.mma_async",
+        "cp.async.bulk.tensor",
+        "setmaxnreg.dec",
+        "setmaxnreg.inc",
+        "multicast::cluster",
+        "mapa.shared::cluster",
+        "mbarrier.arrive.shared::cluster",
+        "barrier.cluster.arrive",
+    ),
+}
+_PAIR = (
+    "tcgen05.mma.cta_group::2",
+    "tcgen05.alloc.cta_group::2",
+    # the leader's commit signals the barriers of both CTAs of the pair
+    "tcgen05.commit.cta_group::2.mbarrier::arrive::one.shared::cluster.multicast::cluster",
+    "cp.async.bulk.tensor",
+    "tcgen05.ld",
+)
+BLACKWELL_FEATURES: dict[Rung, tuple[str, ...]] = {
+    Rung.WARP_SPECIALIZED: (
+        "tcgen05.mma.cta_group::1",
+        "tcgen05.alloc.cta_group::1",
+        "tcgen05.commit.cta_group::1",
+        "cp.async.bulk.tensor",
+        "tcgen05.ld",
+    ),
+    Rung.CLUSTER2: _PAIR,
+    Rung.MULTI_CONSUMER: _PAIR,
+}
+
+
+def _problem(spec) -> Problem:
+    # Rung 1 needs tile multiples; everything else is compiled for the same square problem.
+    return Problem(4096, 4096, 4096, "fp16")
+
+
+@pytest.fixture(scope="module")
+def artifacts() -> dict:
+    return {}
+
+
+def _codegen(spec, artifacts: dict):
+    if spec.id not in artifacts:
+        artifacts[spec.id] = spec.load().codegen(_problem(spec), spec.arch)
+    return artifacts[spec.id]
+
+
+def test_every_rung_listed() -> None:
+    hopper = {s.rung for s in SPECS if s.arch == "sm_90a"}
+    assert hopper == set(Rung) - {Rung.CUBLAS}, "Hopper chain needs rungs 1..7"
+    blackwell = {s.rung for s in SPECS if s.arch == "sm_100a"}
+    assert {Rung.WARP_SPECIALIZED, Rung.CLUSTER2, Rung.MULTI_CONSUMER} <= blackwell
+
+
+def test_listing_does_not_import_the_dsl() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; import backends.cutedsl as b; b.kernels(); "
+        "assert 'cutlass' not in sys.modules and 'torch' not in sys.modules"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+@pytest.mark.parametrize("spec", SPECS, ids=[s.id for s in SPECS])
+def test_compiles_with_rung_features(spec, artifacts: dict) -> None:
+    art = _codegen(spec, artifacts)
+    assert art.arch == spec.arch
+    assert art.ptx, "no PTX came back"
+    assert f".target {spec.arch}" in art.ptx
+    assert art.cubin, "no cubin came back"
+    wanted = (HOPPER_FEATURES if spec.arch == "sm_90a" else BLACKWELL_FEATURES)[spec.rung]
+    missing = [f for f in wanted if f not in art.ptx]
+    assert not missing, f"{spec.id}: PTX lacks {missing}"
+
+
+@pytest.mark.parametrize("spec", [s for s in SPECS if s.arch == "sm_90a"], ids=lambda s: s.id)
+def test_hopper_register_split(spec, artifacts: dict) -> None:
+    """Warp-specialized rungs give the producer 40 registers and the consumers 232."""
+    ptx = _codegen(spec, artifacts).ptx
+    dec = re.findall(r"setmaxnreg\.dec\.sync\.aligned\.u32\s+(\d+)", ptx)
+    inc = re.findall(r"setmaxnreg\.inc\.sync\.aligned\.u32\s+(\d+)", ptx)
+    if spec.rung >= Rung.WARP_SPECIALIZED:
+        assert dec == ["40"] and inc == ["232"]
+    else:
+        assert not dec and not inc
+
+
+def test_ragged_variant_compiles() -> None:
+    """N % 8 != 0 compiles the direct-store epilogue (no TMA store) of the final kernel."""
+    spec = next(s for s in SPECS if s.name == "sm90/r7_multi_consumer")
+    art = spec.load().codegen(Problem(1000, 1003, 520, "bf16"), spec.arch)
+    assert "wgmma.mma_async" in art.ptx and "multicast::cluster" in art.ptx
+    assert "cp.async.bulk.tensor.2d.global.shared::cta" not in art.ptx  # no TMA store
+
+
+def test_rung1_refuses_ragged() -> None:
+    spec = next(s for s in SPECS if s.name == "sm90/r1_tiled")
+    assert spec.load().supports(Problem(1000, 1003, 520)) is not None
+    assert spec.load().supports(Problem(256, 512, 128)) is None
