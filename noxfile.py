@@ -104,7 +104,7 @@ def lint(session: nox.Session) -> None:
     if not _provisioned(session):
         session.install("-e", ".[lint]")
     session.run("ruff", "check", ".")
-    session.run("ruff", "format", "--check", "harness", "reports", "tests", "noxfile.py")
+    session.run("ruff", "format", "--check", ".")
 
 
 @nox.session(default=False, venv_params=["--system-site-packages"])

@@ -27,7 +27,7 @@ __all__ = ["PTX_FEATURES", "codegen_records", "count_loc", "ptx_features", "ptxa
 PTX_FEATURES: dict[str, str] = {
     "mma.sync": r"\bmma\.sync\.aligned",
     "wgmma": r"\bwgmma\.mma_async",
-    "tma_load": r"cp\.async\.bulk\.tensor\.\dd\.shared::(cluster|cta)\.global",
+    "tma_load": r"cp\.async\.bulk\.tensor\.\dd\.(cta_group::\d\.)?shared::(cluster|cta)\.global",
     "tma_store": r"cp\.async\.bulk\.tensor\.\dd\.global\.shared::cta",
     "tma_multicast": r"cp\.async\.bulk\.tensor[\w.:]*\.multicast::cluster",
     "mbarrier": r"\bmbarrier\.",
@@ -86,7 +86,7 @@ def ptxas_resources(ptx: str, arch: str) -> dict[str, int] | None:
     if r.returncode != 0:
         return None
     best: dict[str, int] | None = None
-    for block in r.stderr.split("ptxas info    : Compiling entry function")[1:]:
+    for block in re.split(r"ptxas(?:-blackwell)? info\s*: Compiling entry function", r.stderr)[1:]:
         m = _RES.search("Compiling entry function" + block)
         if not m:
             continue
@@ -202,6 +202,9 @@ def codegen_records(
                 if art.registers is None:
                     res = ptxas_resources(art.ptx, arch)
                     if res:
+                        if not res["shared_bytes"]:  # ptxas sees only static shared memory
+                            res["shared_bytes"] = None
+                            rec["notes"].append("shared memory is dynamic: not visible to ptxas")
                         rec.update(res)
                 if ptx_dir is not None:
                     ptx_dir.mkdir(parents=True, exist_ok=True)

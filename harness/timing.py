@@ -150,6 +150,9 @@ def _run_batch(
 #: torch.cuda._sleep spins for a number of SM cycles; at <= 2 GHz this many cycles last >= 1 ms.
 _SLEEP_CYCLES_PER_MS = 2_000_000
 _MAX_HOLD_MS = 250.0
+#: The driver's launch queue holds on the order of a thousand commands (a launch and an event
+#: each take one); a longer batch would block the host mid-batch and fall back to its pace.
+_MAX_BATCH = 200
 
 
 def warm_up(
@@ -188,10 +191,14 @@ def time_launches(
     samples: list[float] = []
     want = max(min_samples, math.ceil(min_time_s * 1e3 / est))
     want = min(want, max_samples)
-    per_batch = max(1, min(2000, int(_MAX_HOLD_MS / 1.5 / max(host_ms, 1e-3))))
+    per_batch = max(1, min(_MAX_BATCH, int(_MAX_HOLD_MS / 1.5 / max(host_ms, 1e-3))))
+    # Only a kernel shorter than its own launch needs the hold: a GPU-bound kernel keeps the
+    # queue full by itself, and resting the GPU before each batch would let a power-limited
+    # chip boost its clock for the first launches after the rest.
+    host_bound = host_ms > 0.5 * est
     while len(samples) < want:
         n = min(want - len(samples), per_batch)
-        hold = min(_MAX_HOLD_MS, 1.5 * n * host_ms)
+        hold = min(_MAX_HOLD_MS, 1.5 * n * host_ms) if host_bound else 0.0
         batch, host_ms = _run_batch(clock, launch, sets, n, len(samples), hold_ms=hold)
         samples += batch
     return samples

@@ -26,7 +26,8 @@ def _expand(paths: Iterable[str | Path]) -> list[Path]:
 
 @dataclass(frozen=True)
 class Dataset:
-    """Bench records (latest run wins per kernel and problem), codegen records, environments."""
+    """Bench records (latest run wins per kernel and problem, except that a check-only record
+    never replaces a timed one), codegen records, environments."""
 
     bench: tuple[dict[str, Any], ...]
     codegen: tuple[dict[str, Any], ...]
@@ -95,7 +96,12 @@ def load_dataset(paths: Iterable[str | Path]) -> Dataset:
         if d["kind"] == "bench":
             envs.append(d["environment"] | {"created": d.get("created"), "file": d["_file"]})
             for r in d["records"]:
-                bench[(r["kernel"], r["problem_key"])] = r | {"_run": i}
+                key = (r["kernel"], r["problem_key"])
+                old = bench.get(key)
+                # A later check-only record confirms correctness but must not hide a timing.
+                if old and old.get("timing") and not r.get("timing") and r["status"] == "ok":
+                    continue
+                bench[key] = r | {"_run": i}
         else:
             for r in d["records"]:
                 codegen[(r["kernel"], r["arch"])] = r

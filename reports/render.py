@@ -227,6 +227,8 @@ def chain_table(ds: Dataset, problem_key: str) -> dict[str, list[dict[str, Any]]
 
 def plot_chain(ds: Dataset, path: Path, problem_key: str | None) -> None:
     plt = _plt()
+    from matplotlib.ticker import FormatStrFormatter
+
     backends = ds.backends()
     n = max(1, len(backends))
     fig, axes = plt.subplots(1, n, figsize=(max(6.0, 4.2 * n), 4.4), squeeze=False, sharey=True)
@@ -281,6 +283,8 @@ def plot_chain(ds: Dataset, path: Path, problem_key: str | None) -> None:
             )
             ax.legend(fontsize=7, loc="upper right")
         ax.set_yscale("log")
+        ax.yaxis.set_major_formatter(FormatStrFormatter("%g"))
+        ax.yaxis.set_minor_formatter(FormatStrFormatter("%g"))
         ax.set_xticks(
             range(1, 8),
             [f"{i} {Rung(i).label}" for i in range(1, 8)],
@@ -313,7 +317,8 @@ def pct_table(ds: Dataset) -> tuple[list[str], list[str], list[list[float | None
             r = ds.lookup(kid, key)
             row.append(r.get("pct_of_cublas") if r and r["status"] == "ok" else None)
         grid.append(row)
-    return finals, cols, grid
+    keep = [j for j in range(len(cols)) if any(row[j] is not None for row in grid)]
+    return finals, [cols[j] for j in keep], [[row[j] for j in keep] for row in grid]
 
 
 def plot_heatmap(ds: Dataset, path: Path) -> None:

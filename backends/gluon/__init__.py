@@ -1,0 +1,91 @@
+"""Gluon (Triton's tile-level DSL, ``triton.experimental.gluon``) backend.
+
+Lists its kernels without importing Triton or torch: each :class:`KernelSpec` names the rung
+module, which is imported only when the harness loads that kernel. Pinned: ``triton==3.9.0``
+(see README.md for why 3.9.0 rather than 3.8.0).
+"""
+
+from __future__ import annotations
+
+from harness.protocol import KernelSpec, Rung
+
+#: (folder/module, rung, arch, one-line description) of every kernel that exists and compiles.
+_KERNELS: tuple[tuple[str, Rung, str, str], ...] = (
+    (
+        "sm90/r1_tiled",
+        Rung.TILED,
+        "sm_90a",
+        "one CTA per tile, thread copies global->shared, synchronous wgmma, 128x128x64",
+    ),
+    (
+        "sm90/r2_tma",
+        Rung.TMA,
+        "sm_90a",
+        "one CTA per tile, TMA loads on an mbarrier, synchronous wgmma, 128x128x64",
+    ),
+    (
+        "sm90/r3_pipelined",
+        Rung.PIPELINED,
+        "sm_90a",
+        "one CTA per tile, 4-stage TMA ring prefetching ahead, async wgmma, 128x128x64",
+    ),
+    (
+        "sm90/r4_persistent",
+        Rung.PERSISTENT,
+        "sm_90a",
+        "persistent, L2-grouped tile order, 4-stage TMA ring, 128x128x64",
+    ),
+    (
+        "sm90/r5_warp_specialized",
+        Rung.WARP_SPECIALIZED,
+        "sm_90a",
+        "persistent, TMA producer warp + wgmma consumer warpgroup, setmaxnreg, 128x128x64",
+    ),
+    (
+        "sm90/r6_cluster2",
+        Rung.CLUSTER2,
+        "sm_90a",
+        "persistent WS 2-CTA cluster, B multicast, 1 consumer warpgroup, 256x128x64",
+    ),
+    (
+        "sm90/r7_multi_consumer",
+        Rung.MULTI_CONSUMER,
+        "sm_90a",
+        "persistent WS 2-CTA cluster, B multicast, 2 consumer warpgroups, 256x256x64",
+    ),
+    (
+        "sm100/r5_warp_specialized",
+        Rung.WARP_SPECIALIZED,
+        "sm_100a",
+        "persistent WS: TMA warp, tcgen05 warp, TMEM double buffer, epilogue, 128x256x64",
+    ),
+    (
+        "sm100/r6_cluster2",
+        Rung.CLUSTER2,
+        "sm_100a",
+        "persistent WS 2-CTA cta_group::2 tcgen05, B split across the pair, 256x256x64",
+    ),
+    (
+        "sm100/r7_multi_consumer",
+        Rung.MULTI_CONSUMER,
+        "sm_100a",
+        "persistent WS 2-CTA cta_group::2, 2 TMEM accs sharing B, 2 epilogues, 512x128x64",
+    ),
+)
+
+
+def kernels() -> list[KernelSpec]:
+    """Every Gluon kernel, importable lazily (``requires=("triton",)``)."""
+    return [
+        KernelSpec(
+            backend="gluon",
+            name=name,
+            rung=rung,
+            arch=arch,
+            description=description,
+            module=f"backends.gluon.{name.replace('/', '.')}",
+            requires=("triton",),
+            pins=("triton==3.9.0",),
+        )
+        for name, rung, arch, description in _KERNELS
+    ]

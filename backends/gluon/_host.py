@@ -1,0 +1,269 @@
+"""Host side shared by every Gluon rung: the ``Kernel`` implementation, launch and codegen.
+
+A rung module writes its ``@gluon.jit`` kernel and a *plan* — a pure function of the problem
+and the SM count that says which arguments the kernel takes (TMA descriptors with their block
+shape and CTA layout, raw pointers, integers), its constexprs, grid, warps and CTAs per cluster.
+:class:`GluonKernel` turns that plan into the two things the harness asks for:
+
+* ``compile(problem)``: JIT-compiles once per problem (Triton caches by signature and
+  constexprs; we also keep the launch closure per problem), and returns ``fn(a, b, out)`` that
+  builds host TMA descriptors for the given tensors and launches on torch's current stream;
+* ``codegen(problem, arch)``: compiles for sm_90a / sm_100a with ``GluonASTSource`` and an
+  explicit ``GPUTarget`` — no GPU, no driver, no torch.
+
+Nothing here is imported by ``backends.gluon.__init__``; Triton and torch load lazily.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from harness.protocol import Artifacts, LaunchFn, Problem, Rung
+
+#: SM count assumed when compiling without a GPU (H100 SXM / H200); only the persistent grid
+#: depends on it, never the generated code.
+DEFAULT_NUM_SMS = 132
+
+_ARCH_CAPABILITY = {"sm_90a": 90, "sm_100a": 100}
+
+
+@dataclass(frozen=True)
+class Desc:
+    """A TMA descriptor argument over operand ``tensor`` ("a", "b" or "c")."""
+
+    tensor: str
+    block_shape: tuple[int, int]
+    #: CTA-layout bases of the *cluster* tile (Gluon's ``cga_layout``); () for one CTA.
+    cga_layout: tuple[tuple[int, int], ...] = ()
+
+
+@dataclass(frozen=True)
+class Ptr:
+    """A raw pointer argument to operand ``tensor``."""
+
+    tensor: str
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Everything a launch (or an offline compile) of one rung needs, decided by the host."""
+
+    args: tuple[Desc | Ptr | int, ...]
+    constexprs: dict[str, Any]
+    grid: tuple[int, ...]
+    num_warps: int = 4
+    num_ctas: int = 1
+    options: dict[str, Any] = field(default_factory=dict)
+
+
+PlanFn = Callable[[Problem, int], Plan]
+
+
+def gl_dtype(dtype: str) -> Any:
+    from triton.experimental.gluon import language as gl
+
+    return {"fp16": gl.float16, "bf16": gl.bfloat16}[dtype]
+
+
+def shared_layout(desc: Desc, dtype: str) -> Any:
+    """The NVMMA (wgmma/tcgen05-ready, swizzled) shared layout a TMA tile lands in."""
+    from triton.experimental.gluon import language as gl
+
+    cga = [list(b) for b in desc.cga_layout] or None
+    return gl.NVMMASharedLayout.get_default_for(
+        list(desc.block_shape), gl_dtype(dtype), cga_layout=cga
+    )
+
+
+class _FakeDtype:
+    """Stands in for ``torch.float16`` where Triton only reads ``str(dtype)``."""
+
+    def __init__(self, dtype: str) -> None:
+        self._name = {"fp16": "float16", "bf16": "bfloat16"}[dtype]
+
+    def __str__(self) -> str:
+        return f"torch.{self._name}"
+
+
+def _type_string(arg: Desc | Ptr | int, dtype: str) -> str:
+    """Triton's signature type for one argument (what the JIT would infer from a real one)."""
+    short = {"fp16": "fp16", "bf16": "bf16"}[dtype]
+    if isinstance(arg, Desc):
+        shape = ",".join(map(str, arg.block_shape))
+        return f"tensordesc<{short}[{shape}],{shared_layout(arg, dtype)!r}>"
+    if isinstance(arg, Ptr):
+        return f"*{short}"
+    return "i32"
+
+
+class GluonKernel:
+    """One Gluon rung for one arch, implementing ``harness.protocol.Kernel``."""
+
+    backend = "gluon"
+
+    def __init__(
+        self,
+        *,
+        name: str,
+        rung: Rung,
+        arch: str,
+        description: str,
+        jit_fn: Any,
+        plan: PlanFn,
+        supports: Callable[[Problem], str | None] | None = None,
+        raw_ptx: Sequence[str] = (),
+        notes: Sequence[str] = (),
+    ) -> None:
+        self.name = name
+        self.rung = rung
+        self.arch = arch
+        self.description = description
+        self._jit_fn = jit_fn
+        self._plan = plan
+        self._supports = supports
+        self._raw_ptx = tuple(raw_ptx)
+        self._notes = tuple(notes)
+        self._launchers: dict[Problem, LaunchFn] = {}
+
+    # -- protocol ------------------------------------------------------------------------------
+    def supports(self, problem: Problem) -> str | None:
+        if problem.k % 8:
+            return "K must be a multiple of 8 (16-byte TMA row alignment)"
+        return self._supports(problem) if self._supports else None
+
+    def compile(self, problem: Problem) -> LaunchFn:
+        cached = self._launchers.get(problem)
+        if cached is not None:
+            return cached
+        import torch
+        from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
+
+        reason = self.supports(problem)
+        if reason:
+            raise ValueError(f"{self.backend}/{self.name} cannot run {problem.key}: {reason}")
+        props = torch.cuda.get_device_properties(torch.cuda.current_device())
+        num_sms = props.multi_processor_count
+        plan = self._plan(problem, num_sms)
+        layouts = {id(a): shared_layout(a, problem.dtype) for a in plan.args if isinstance(a, Desc)}
+        kernel = self._jit_fn[plan.grid]
+        opts = dict(num_warps=plan.num_warps, num_ctas=plan.num_ctas, **plan.options)
+
+        dt = {"fp16": torch.float16, "bf16": torch.bfloat16}[problem.dtype]
+        dev = torch.device("cuda", torch.cuda.current_device())
+        # TMA needs 16-byte row strides. A and B rows are K long (K % 8 == 0), but D's rows
+        # are N long: when N % 8 != 0 no descriptor over ``out`` exists, so the kernel writes
+        # a padded scratch D (allocated once, here) and the launch copies its first N columns
+        # out. Only such ragged shapes pay that extra pass.
+        c_by_tma = any(isinstance(a, Desc) and a.tensor == "c" for a in plan.args)
+        scratch = None
+        if c_by_tma and problem.n % 8:
+            scratch = torch.empty(problem.m, cdiv(problem.n, 8) * 8, dtype=dt, device=dev)
+
+        def launch(a: Any, b: Any, out: Any) -> None:
+            tensors = {"a": a, "b": b, "c": out if scratch is None else scratch}
+            args: list[Any] = []
+            for arg in plan.args:
+                if isinstance(arg, Desc):
+                    args.append(
+                        TensorDescriptor.from_tensor(
+                            tensors[arg.tensor], list(arg.block_shape), layouts[id(arg)]
+                        )
+                    )
+                elif isinstance(arg, Ptr):
+                    args.append(tensors[arg.tensor])
+                else:
+                    args.append(arg)
+            kernel(*args, **plan.constexprs, **opts)
+            if scratch is not None:
+                out.copy_(scratch[:, : problem.n])
+
+        # Compile now (a first launch on zero inputs) so that timing never sees the JIT.
+        a = torch.zeros(problem.m, problem.k, dtype=dt, device=dev)
+        b = torch.zeros(problem.n, problem.k, dtype=dt, device=dev)
+        c = torch.empty(problem.m, problem.n, dtype=dt, device=dev)
+        launch(a, b, c)
+        torch.cuda.synchronize()
+        self._launchers[problem] = launch
+        return launch
+
+    def codegen(self, problem: Problem, arch: str) -> Artifacts:
+        import triton
+        from triton.backends.compiler import GPUTarget
+        from triton.experimental.gluon import GluonASTSource
+
+        if arch not in _ARCH_CAPABILITY:
+            raise ValueError(f"gluon codegen supports {sorted(_ARCH_CAPABILITY)}, not {arch!r}")
+        plan = self._plan(problem, DEFAULT_NUM_SMS)
+        names = list(self._jit_fn.arg_names)
+        signature: dict[str, str] = {}
+        for name, arg in zip(names, plan.args, strict=False):
+            signature[name] = _type_string(arg, problem.dtype)
+        for name in names[len(plan.args) :]:
+            signature[name] = "constexpr"
+        src = GluonASTSource(self._jit_fn, signature, constexprs=dict(plan.constexprs))
+        target = GPUTarget("cuda", _ARCH_CAPABILITY[arch], 32)
+        options = dict(num_warps=plan.num_warps, num_ctas=plan.num_ctas, **plan.options)
+        from triton import knobs
+
+        # Bypass Triton's on-disk cache so compile_seconds measures a real compile.
+        with knobs.compilation.scope():
+            knobs.compilation.always_compile = True
+            start = time.perf_counter()
+            compiled = triton.compile(src, target=target, options=options)
+            seconds = time.perf_counter() - start
+        meta = compiled.metadata
+        ptx = compiled.asm.get("ptx")
+        registers, spills = _ptxas_resources(ptx, arch)
+        return Artifacts(
+            arch=arch,
+            ptx=ptx,
+            cubin=compiled.asm.get("cubin"),
+            registers=registers,
+            spill_bytes=spills,
+            shared_bytes=getattr(meta, "shared", None),
+            compile_seconds=seconds,
+            raw_ptx=self._raw_ptx,
+            notes=self._notes,
+        )
+
+
+def _ptxas_resources(ptx: str | None, arch: str) -> tuple[int | None, int | None]:
+    """Registers and spill bytes from ``ptxas -v``, run with the ptxas Triton compiles with.
+
+    Triton 3.9 assembles every sm_90+ target with its bundled ``ptxas-blackwell`` (CUDA 13.x;
+    its PTX is ISA 9.x, which older ptxas refuse), whose log lines read "ptxas-blackwell info".
+    Best effort: (None, None) when it cannot run.
+    """
+    import re
+    import subprocess
+    import tempfile
+    from pathlib import Path
+
+    if not ptx:
+        return None, None
+    try:
+        from triton import knobs
+
+        ptxas = knobs.nvidia.ptxas_blackwell.path
+        with tempfile.TemporaryDirectory() as tmp:
+            src = Path(tmp) / "k.ptx"
+            src.write_text(ptx)
+            log = subprocess.run(
+                [ptxas, f"-arch={arch}", "-v", str(src), "-o", str(Path(tmp) / "k.o")],
+                capture_output=True,
+                text=True,
+                timeout=120,
+                check=True,
+            ).stderr
+    except Exception:  # resources are optional in Artifacts
+        return None, None
+    regs = re.search(r"Used (\d+) registers", log)
+    spills = re.search(r"(\d+) bytes spill stores", log)
+    return (int(regs.group(1)) if regs else None, int(spills.group(1)) if spills else None)
+
+
+def cdiv(x: int, y: int) -> int:
+    return (x + y - 1) // y

@@ -1,0 +1,125 @@
+"""Compile-only tests for the Gluon backend: every kernel builds for its arch without a GPU.
+
+Runs on a CPU in a venv holding only ``triton==3.9.0`` + pytest + this repo (no torch): Gluon's
+``GluonASTSource`` + ``triton.compile(target=GPUTarget(...))`` emit PTX and a cubin offline.
+Each kernel's PTX is checked for the instructions that define its rung.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+pytest.importorskip("triton.experimental.gluon", reason="Gluon (triton==3.9.0) not installed")
+
+from backends.gluon import kernels
+from harness.protocol import Problem, Rung
+
+SPECS = kernels()
+PROBLEM = Problem(4096, 4096, 4096, "fp16")
+
+# Instructions (regexes) each kernel's PTX must hold, by (arch, minimum rung).
+_HOPPER = [
+    (Rung.TILED, r"wgmma\.mma_async"),
+    (Rung.TMA, r"cp\.async\.bulk\.tensor\.2d\.shared::cta\.global\.mbarrier"),
+    (Rung.TMA, r"mbarrier\.try_wait"),
+    (Rung.TMA, r"cp\.async\.bulk\.tensor\.2d\.global\.shared::cta"),  # TMA store epilogue
+    (Rung.WARP_SPECIALIZED, r"setmaxnreg\.dec"),
+    (Rung.WARP_SPECIALIZED, r"setmaxnreg\.inc"),
+    (Rung.CLUSTER2, r"cp\.async\.bulk\.tensor\.\dd\.shared::cluster\.global\..*multicast::cluster"),
+    (Rung.CLUSTER2, r"\.reqnctapercluster 2"),
+    (Rung.CLUSTER2, r"mbarrier\.arrive\.shared::cluster"),  # peer's consumer -> lead's b_empty
+    (Rung.CLUSTER2, r"fence\.mbarrier_init\.release\.cluster"),
+    (Rung.MULTI_CONSUMER, r"wgmma\.mma_async\.sync\.aligned\.m64n256k16"),
+]
+_BLACKWELL = [
+    (Rung.WARP_SPECIALIZED, r"tcgen05\.mma"),
+    (Rung.WARP_SPECIALIZED, r"tcgen05\.alloc"),
+    (Rung.CLUSTER2, r"tcgen05\.mma\.cta_group::2"),
+    (Rung.CLUSTER2, r"tcgen05\.alloc\.cta_group::2"),
+    (Rung.CLUSTER2, r"tcgen05\.commit\.cta_group::2.*multicast::cluster"),
+    (Rung.CLUSTER2, r"\.reqnctapercluster 2"),
+]
+# Instructions a rung must NOT have yet (the chain adds one thing per rung).
+_HOPPER_ABSENT = [
+    (Rung.TILED, r"cp\.async\.bulk\.tensor"),
+    (Rung.PERSISTENT, r"setmaxnreg"),
+    (Rung.WARP_SPECIALIZED, r"multicast::cluster"),
+]
+
+
+def _expected(rung: Rung, arch: str) -> list[str]:
+    table = _HOPPER if arch == "sm_90a" else _BLACKWELL
+    return [pat for low, pat in table if rung >= low]
+
+
+def _absent(rung: Rung, arch: str) -> list[str]:
+    if arch != "sm_90a":
+        return []
+    return [pat for high, pat in _HOPPER_ABSENT if rung <= high]
+
+
+@pytest.fixture(scope="module")
+def artifacts():
+    cache: dict[str, object] = {}
+
+    def get(spec):
+        if spec.id not in cache:
+            cache[spec.id] = spec.load().codegen(PROBLEM, spec.arch)
+        return cache[spec.id]
+
+    return get
+
+
+def test_listing_imports_no_dsl():
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    path = os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")])
+    env = {**os.environ, "PYTHONPATH": path}
+    code = (
+        "import sys, backends.gluon as g; g.kernels(); "
+        "assert 'triton' not in sys.modules and 'torch' not in sys.modules"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=root, env=env)
+
+
+def test_hopper_chain_complete():
+    rungs = {s.rung for s in SPECS if s.arch == "sm_90a"}
+    assert rungs == set(Rung) - {Rung.CUBLAS}
+
+
+@pytest.mark.parametrize("spec", SPECS, ids=[s.id for s in SPECS])
+def test_compiles_with_rung_instructions(spec, artifacts):
+    art = artifacts(spec)
+    assert art.arch == spec.arch
+    assert art.ptx and art.cubin, "no PTX/cubin came out"
+    assert art.compile_seconds and art.compile_seconds > 0
+    target = "sm_90a" if spec.arch == "sm_90a" else "sm_100a"
+    assert re.search(rf"\.target {target}", art.ptx)
+    missing = [p for p in _expected(spec.rung, spec.arch) if not re.search(p, art.ptx)]
+    assert not missing, f"{spec.id}: PTX lacks {missing}"
+    present = [p for p in _absent(spec.rung, spec.arch) if re.search(p, art.ptx)]
+    assert not present, f"{spec.id}: PTX already has {present}"
+
+
+@pytest.mark.parametrize("spec", SPECS, ids=[s.id for s in SPECS])
+def test_identity(spec):
+    kernel = spec.load()
+    assert (kernel.backend, kernel.name, kernel.arch, kernel.rung) == (
+        "gluon",
+        spec.name,
+        spec.arch,
+        spec.rung,
+    )
+    assert kernel.supports(Problem(4096, 4096, 4096)) is None
+    ragged = Problem(1000, 777, 520, "bf16")
+    if spec.rung >= Rung.TMA:
+        assert kernel.supports(ragged) is None
+    else:
+        assert isinstance(kernel.supports(ragged), str)
+    assert isinstance(kernel.supports(Problem(128, 128, 100)), str)  # K % 8 != 0
