@@ -172,4 +172,6 @@ def report(session: nox.Session) -> None:
     """Re-render reports/latest from the committed result files."""
     if not _provisioned(session):
         session.install("-e", ".[report]")
-    session.run(_python(session), "-m", "harness", "report", *session.posargs)
+    session.run(
+        _python(session), "-m", "harness", "report", "--readme", "README.md", *session.posargs
+    )

@@ -248,7 +248,12 @@ def cmd_report(args: argparse.Namespace) -> int:
         print("error: reports need matplotlib: pip install -e '.[report]'", file=sys.stderr)
         return 2
     try:
-        written = render_report(args.results, Path(args.out), chain_problem=args.chain_problem)
+        written = render_report(
+            args.results,
+            Path(args.out),
+            chain_problem=args.chain_problem,
+            readme=Path(args.readme) if args.readme else None,
+        )
     except ResultsError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
@@ -349,6 +354,10 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="problem for the speedup-chain panels (default 4096x4096x4096-fp16 or the"
         " largest square measured)",
+    )
+    p.add_argument(
+        "--readme",
+        help="also refresh the results table between the markers of this README (e.g. README.md)",
     )
     p.set_defaults(fn=cmd_report)
     return ap

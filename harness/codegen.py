@@ -19,7 +19,7 @@ from typing import Any
 
 from harness.isolate import Worker, WorkerDied
 from harness.protocol import Artifacts, KernelSpec, Problem, Rung
-from harness.results import Status
+from harness.results import Status, kernel_fields
 
 __all__ = ["PTX_FEATURES", "codegen_records", "count_loc", "ptx_features", "ptxas_resources"]
 
@@ -129,11 +129,7 @@ def count_loc(module: str) -> int | None:
 
 def _record(spec: KernelSpec, arch: str) -> dict[str, Any]:
     return {
-        "kernel": spec.id,
-        "backend": spec.backend,
-        "name": spec.name,
-        "rung": int(spec.rung),
-        "rung_name": Rung(spec.rung).label,
+        **kernel_fields(spec),
         "arch": arch,
         "status": Status.ERROR.value,
         "reason": None,

@@ -62,6 +62,18 @@ _BENCH_REQUIRED = {
 _CODEGEN_REQUIRED = {"kernel": str, "backend": str, "rung": int, "arch": str, "status": str}
 
 
+def kernel_fields(spec: Any) -> dict[str, Any]:
+    """The identity fields every record starts with, from a :class:`KernelSpec`."""
+    return {
+        "kernel": spec.id,
+        "backend": spec.backend,
+        "name": spec.name,
+        "rung": int(spec.rung),
+        "rung_name": spec.rung.label,
+        "arch": spec.arch,
+    }
+
+
 def _now() -> str:
     return _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
 

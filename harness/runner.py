@@ -17,7 +17,7 @@ from typing import Any
 
 from harness.isolate import Worker, WorkerDied
 from harness.protocol import KernelSpec, Problem, Rung
-from harness.results import Status
+from harness.results import Status, kernel_fields
 from harness.telemetry import Telemetry, merge
 from harness.timing import TimerSettings, summarize
 
@@ -35,12 +35,7 @@ class RunSettings:
 
 def _base_record(spec: KernelSpec, problem: Problem) -> dict[str, Any]:
     return {
-        "kernel": spec.id,
-        "backend": spec.backend,
-        "name": spec.name,
-        "rung": int(spec.rung),
-        "rung_name": Rung(spec.rung).label,
-        "arch": spec.arch,
+        **kernel_fields(spec),
         "problem": {"m": problem.m, "n": problem.n, "k": problem.k, "dtype": problem.dtype},
         "problem_key": problem.key,
         "status": Status.ERROR.value,

@@ -8,6 +8,8 @@
 #   bash scripts/device_bench.sh final     rung 7 on smoke, square, ksweep, fp16 + bf16 (timed),
 #                                          and the harness-vs-do_bench timer cross-check
 # Results and logs go under $OUT. Every step is `python -m harness ...`, as a user would run it.
+# Pass GEMM_STUDY_GIT_SHA=$(git rev-parse --short HEAD) so the results name the code (the
+# tree shipped to the host has no .git).
 set -uo pipefail
 mode=${1:?stash|gluon|chain|final}
 OUT=${OUT:-out}

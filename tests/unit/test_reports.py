@@ -67,3 +67,19 @@ def test_report_on_missing_input_is_a_clear_error(tmp_path: Path) -> None:
         render_report([tmp_path / "nothing.json"], tmp_path / "out")
     with pytest.raises(ResultsError, match="no result files"):
         render_report([tmp_path], tmp_path / "out")
+
+
+def test_readme_block_is_regenerated_from_results(tmp_path: Path) -> None:
+    from reports.render import README_END, README_START
+
+    readme = tmp_path / "README.md"
+    readme.write_text(f"# Title\n\n{README_START}\nstale numbers\n{README_END}\n\nrest\n")
+    render_report([FIXTURES], tmp_path / "out", readme=readme)
+    text = readme.read_text()
+    assert "stale numbers" not in text and text.endswith("\n\nrest\n")
+    assert "| 4096x4096x4096-fp16 | 687 TFLOPS | 723 (105.3%) | 687 (100.0%) |" in text
+    assert "Fixture GPU H000 (700 W power limit" in text
+    plain = tmp_path / "PLAIN.md"
+    plain.write_text("no markers\n")
+    render_report([FIXTURES], tmp_path / "out2", readme=plain)
+    assert plain.read_text() == "no markers\n"
