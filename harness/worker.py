@@ -14,10 +14,12 @@ crash is confined to this process. Commands:
 from __future__ import annotations
 
 import math
+import os
+import sys
 import time
 import traceback
 from multiprocessing.connection import Connection
-from typing import Any
+from typing import Any, NoReturn
 
 from harness.protocol import KernelSpec, Problem
 
@@ -162,6 +164,15 @@ def _codegen(state: _State, problem: Problem, arch: str) -> dict[str, Any]:
     return {"status": "ok", "artifacts": art, "wall_s": wall}
 
 
+def _leave() -> NoReturn:
+    """End the worker without interpreter teardown: nothing is left to flush but stdio, and
+    some DSL bindings (Triton's nanobind module) print pages of spurious leak reports at
+    teardown, burying the run's progress output."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
+
+
 def serve(conn: Connection, spec: KernelSpec | None, device: str) -> None:
     """Worker main loop (the target of the spawned process)."""
     state = _State(spec, device)
@@ -170,12 +181,12 @@ def serve(conn: Connection, spec: KernelSpec | None, device: str) -> None:
         try:
             cmd = conn.recv()
         except EOFError:
-            return
+            _leave()
         op = cmd.get("op")
         try:
             if op == "exit":
                 conn.send({"ok": True})
-                return
+                _leave()
             if op == "env":
                 reply = describe_device(device)
             elif op == "prepare":
