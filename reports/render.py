@@ -412,7 +412,8 @@ def render_markdown(ds: Dataset, figures: dict[str, str], chain_key: str | None)
             if r and r["status"] == "ok" and r.get("tflops"):
                 row.append(f"{r['tflops']:.1f} ({_fmt(r.get('pct_of_cublas'), '.0f')}%)")
             else:
-                row.append(r["status"] if r else "-")
+                ok = r and r["status"] == "ok"
+                row.append("correct, not timed" if ok else (r["status"] if r else "-"))
         rows.append(row)
     md += _md_table(header, rows)
     md += [
