@@ -69,7 +69,7 @@ _KERNELS: tuple[tuple[str, Rung, str, str], ...] = (
         "sm100/r7_multi_consumer",
         Rung.MULTI_CONSUMER,
         "sm_100a",
-        "persistent WS 2-CTA cta_group::2, 2 TMEM accs sharing B, 2 epilogues, 512x128x64",
+        "CLC-scheduled WS 2-CTA cta_group::2, 2 TMEM accs share B, 2 epilogues, 512x128x64",
     ),
 )
 

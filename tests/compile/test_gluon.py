@@ -40,12 +40,27 @@ _BLACKWELL = [
     (Rung.CLUSTER2, r"tcgen05\.alloc\.cta_group::2"),
     (Rung.CLUSTER2, r"tcgen05\.commit\.cta_group::2.*multicast::cluster"),
     (Rung.CLUSTER2, r"\.reqnctapercluster 2"),
+    # TMA loads of a pair's operand halves complete on the lead CTA's pair barrier.
+    (Rung.CLUSTER2, r"cp\.async\.bulk\.tensor\.2d\.cta_group::2\.shared::cluster\.global"),
+    # Rung 7: cluster launch control. The lead CTA asks for the next tile and the response is
+    # multicast to both CTAs; every role decodes it.
+    (
+        Rung.MULTI_CONSUMER,
+        r"clusterlaunchcontrol\.try_cancel\.async\.shared::cta\.mbarrier::complete_tx::bytes"
+        r"\.multicast::cluster::all",
+    ),
+    (Rung.MULTI_CONSUMER, r"clusterlaunchcontrol\.query_cancel\.is_canceled"),
+    (Rung.MULTI_CONSUMER, r"clusterlaunchcontrol\.query_cancel\.get_first_ctaid"),
 ]
-# Instructions a rung must NOT have yet (the chain adds one thing per rung).
-_HOPPER_ABSENT = [
-    (Rung.TILED, r"cp\.async\.bulk\.tensor"),
-    (Rung.PERSISTENT, r"setmaxnreg"),
-    (Rung.WARP_SPECIALIZED, r"multicast::cluster"),
+# Instructions a rung must NOT have (yet): (arch, highest rung without it, regex).
+_ABSENT = [
+    ("sm_90a", Rung.TILED, r"cp\.async\.bulk\.tensor"),
+    ("sm_90a", Rung.PERSISTENT, r"setmaxnreg"),
+    ("sm_90a", Rung.WARP_SPECIALIZED, r"multicast::cluster"),
+    ("sm_100a", Rung.CLUSTER2, r"clusterlaunchcontrol"),
+    # A 2-CTA cta_group::2 kernel shares both operands through the pair (A split by M, B by
+    # N): no TMA multicast, in any Blackwell rung (it would need a cluster of 4 or more).
+    ("sm_100a", Rung.MULTI_CONSUMER, r"cp\.async\.bulk\.tensor\S*multicast::cluster"),
 ]
 
 
@@ -55,9 +70,7 @@ def _expected(rung: Rung, arch: str) -> list[str]:
 
 
 def _absent(rung: Rung, arch: str) -> list[str]:
-    if arch != "sm_90a":
-        return []
-    return [pat for high, pat in _HOPPER_ABSENT if rung <= high]
+    return [pat for a, high, pat in _ABSENT if a == arch and rung <= high]
 
 
 @pytest.fixture(scope="module")

@@ -1,7 +1,7 @@
 """Gluon · sm_100a · rung 7 ``multi_consumer`` — two accumulators per CTA sharing each B stage.
 
-Blackwell, 2-CTA clusters (``tcgen05.mma.cta_group::2``), persistent over 512x128x64 cluster
-tiles. Compiled and inspected here (no Blackwell GPU to run on).
+Blackwell, 2-CTA clusters (``tcgen05.mma.cta_group::2``) over 512x128x64 cluster tiles, handed
+out by cluster launch control (CLC). Compiled and inspected here (no Blackwell GPU to run on).
 
 Changes from rung 6 (``cluster2``):
   * two consumers per CTA: each stage holds two A tiles (cluster rows [0, 256) and [256, 512)
@@ -11,10 +11,24 @@ Changes from rung 6 (``cluster2``):
     partition drains consumer 1's, each with its own ``acc_full`` / ``acc_empty`` barriers;
   * ``ab_empty`` now counts both MMAs of a stage (each arrives through its own commit);
   * N per tile drops from 256 to 128 so that 2 consumers x 2 TMEM buffers x 128 columns fit
-    the 512 columns, and 3 stages fit shared memory.
+    the 512 columns, and 3 stages fit shared memory;
+  * the static persistent loop (``tile_id += num_programs``) gives way to CLC, as in seed 004's
+    ``matmul_multicta``: the grid is one cluster per cluster tile; a cluster starts on its own
+    ``program_id`` and a 1-warp scheduler partition then asks the hardware for more
+    (``clc.try_cancel``: cancel a cluster not launched yet and take its tile). Gluon issues
+    the request from the lead CTA only and multicasts the 16-byte response to both CTAs
+    (``try_cancel ... multicast::cluster::all``); every role reads it from its own CTA's slot
+    (``clc.load_result`` -> ``is_canceled()``, ``program_id(0)``: a cluster index, mapped
+    to (tile_m, tile_n) by the same L2-grouped order) and stops once a request fails.
+
+No TMA multicast: in a 2-CTA cluster running ``cta_group::2`` every operand byte is already
+loaded once per pair (A split by M, B split by N), so no tile is needed by both CTAs; Gluon
+lowers ``multicast=True`` on these split layouts to a plain ``cta_group::2`` TMA (checked).
+Multicast needs a broadcast CTA basis, i.e. a cluster of 4 or more (two pairs sharing B).
 
 Shared memory per CTA: A 2 x 128x64x2 = 32 KiB + B half 64x64x2 = 8 KiB = 40 KiB per stage;
-3 stages = 120 KiB; epilogues 2 x 2 x 128x64x2 = 64 KiB; total 184 KiB + barriers.
+3 stages = 120 KiB; epilogues 2 x 2 x 128x64x2 = 64 KiB; CLC 2 x 16 B responses; total
+184 KiB + barriers.
 Tensor memory per CTA: 2 consumers x 2 buffers x 128 fp32 columns = 512 columns.
 
 Barriers ("pair" = one barrier in the lead CTA that both CTAs arrive on; c = consumer):
@@ -25,8 +39,12 @@ Barriers ("pair" = one barrier in the lead CTA that both CTAs arrive on; c = con
   | ``ab_empty`` | 2 | lead's 2 commits (mcast) | own load warp | read by both MMAs |
   | ``acc_full[c]`` | 1 | lead's commit (mcast) | epilogue c | buffer of c final |
   | ``acc_empty[c]`` | pair, 1 x 2 | epilogue c of both CTAs | lead MMA warp | buffer of c drained |
+  | ``clc_full`` | 1 + 16 B | own scheduler's expect; CLC | all 5 roles of own CTA | response in |
+  | ``clc_empty`` | pair, 5 x 2 | all 5 roles of both CTAs | lead scheduler | slot read |
 
-Barrier inits are fenced cluster-wide by the compiler before ``warp_specialize``.
+Barrier inits are fenced cluster-wide by the compiler before ``warp_specialize``; the compiler
+also puts a ``fence.proxy.async.shared::cluster`` before each ``try_cancel`` (the roles read the
+previous response through the generic proxy, the CLC unit writes the next through the async one).
 """
 
 from __future__ import annotations
@@ -36,6 +54,7 @@ from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.blackwell import (
     TensorMemoryLayout,
     allocate_tensor_memory,
+    clc,
     tcgen05_commit,
     tcgen05_mma,
     tcgen05_mma_barrier_count,
@@ -63,6 +82,8 @@ CLUSTER_M = 2
 LOAD_WARPS = 1
 MMA_WARPS = 1
 WORKER_REGS = 48
+NUM_CLC = 2  # CLC response slots: the scheduler runs up to 2 responses ahead of any role
+CLC_WARPS = 1
 
 
 @gluon.aggregate
@@ -78,6 +99,9 @@ class Smem:
     ab_empty: gl.shared_memory_descriptor
     acc_full: gl.shared_memory_descriptor
     acc_empty: gl.shared_memory_descriptor
+    clc_result: gl.shared_memory_descriptor
+    clc_full: gl.shared_memory_descriptor
+    clc_empty: gl.shared_memory_descriptor
     M: gl.tensor
     N: gl.tensor
     K: gl.tensor
@@ -97,6 +121,9 @@ class Smem:
         ab_empty,
         acc_full,
         acc_empty,
+        clc_result,
+        clc_full,
+        clc_empty,
         M,
         N,
         K,
@@ -113,6 +140,9 @@ class Smem:
         self.ab_empty = ab_empty
         self.acc_full = acc_full
         self.acc_empty = acc_empty
+        self.clc_result = clc_result
+        self.clc_full = clc_full
+        self.clc_empty = clc_empty
         self.M = M
         self.N = N
         self.K = K
@@ -127,6 +157,37 @@ def _tiles(s: Smem):
     return gl.cdiv(s.M, TILE_M), gl.cdiv(s.N, TILE_N), gl.cdiv(s.K, TILE_K)
 
 
+@gluon.jit
+def _next_tile(s: Smem, slot):
+    """Every role, the scheduler too: read the next CLC response, then free its slot.
+
+    Returns (has_work, tile_id, slot): ``has_work`` is False once a request found no cluster
+    left to cancel. ``tile_id`` is the canceled cluster's ``program_id(0)``, a cluster tile.
+    """
+    mbarrier.wait(s.clc_full.index(slot.index), slot.phase)
+    response = clc.load_result(s.clc_result.index(slot.index))
+    # The response is in registers: the scheduler may refill the slot (pair barrier: the
+    # lead's next request multicasts into both CTAs' slot, so both CTAs must be done with it).
+    mbarrier.arrive(s.clc_empty.index(slot.index))
+    return response.is_canceled(), response.program_id(0), slot.next()
+
+
+# -- scheduler partition: one warp asking cluster launch control for the next tile ----------
+@gluon.jit
+def _scheduler(s: Smem):
+    # ``slot.phase`` is the phase of ``clc_full`` (starts at 0); waiting on ``clc_empty`` with
+    # the opposite parity makes the first NUM_CLC waits return at once (every slot free).
+    slot = Counter.create(0, s.clc_full.shape[0])
+    has_work = gl.to_tensor(True)
+    while has_work:
+        mbarrier.wait(s.clc_empty.index(slot.index), slot.phase ^ 1)
+        full = s.clc_full.index(slot.index)
+        mbarrier.expect(full, 16)  # the 16-byte response lands in this CTA's slot
+        clc.try_cancel(s.clc_result.index(slot.index), full)
+        # After a failed request no further one may be issued: stop with the other roles.
+        has_work, _, slot = _next_tile(s, slot)
+
+
 # -- load partition: one warp issuing TMA -----------------------------------------------------
 @gluon.jit
 def _load(s: Smem):
@@ -135,7 +196,10 @@ def _load(s: Smem):
     TILE_K: gl.constexpr = s.a_desc.block_shape[1]
     num_tiles_m, num_tiles_n, k_tiles = _tiles(s)
     empty = Counter.create(1, s.ab_full.shape[0])
-    for tile_id in range(gl.program_id(0), num_tiles_m * num_tiles_n, gl.num_programs(0)):
+    slot = Counter.create(0, s.clc_full.shape[0])
+    tile_id = gl.program_id(0)  # this cluster's own tile first, then canceled clusters' tiles
+    has_work = gl.to_tensor(True)
+    while has_work:
         tile_m, tile_n = grouped_tile(tile_id, num_tiles_m, num_tiles_n, s.GROUP_M)
         for kk in range(k_tiles):
             mbarrier.wait(s.ab_empty.index(empty.index), empty.phase)
@@ -153,15 +217,18 @@ def _load(s: Smem):
                 s.b_desc, [tile_n * TILE_N, kk * TILE_K], full, s.b_bufs.index(empty.index)
             )
             empty = empty.next()
+        has_work, tile_id, slot = _next_tile(s, slot)
 
 
 # -- MMA partition: one warp issuing tcgen05 --------------------------------------------------
 @gluon.jit
 def _mma(s: Smem):
-    num_tiles_m, num_tiles_n, k_tiles = _tiles(s)
+    _, _, k_tiles = _tiles(s)
     full = Counter.create(0, s.ab_full.shape[0])
     acc_empty = Counter.create(1, s.acc_full.shape[0] // 2)
-    for _tile_id in range(gl.program_id(0), num_tiles_m * num_tiles_n, gl.num_programs(0)):
+    slot = Counter.create(0, s.clc_full.shape[0])
+    has_work = gl.to_tensor(True)
+    while has_work:
         # Both consumers' buffers advance in lockstep: buffer b of consumer c is 2 * b + c.
         for c in gl.static_range(2):
             mbarrier.wait(s.acc_empty.index(2 * acc_empty.index + c), acc_empty.phase)
@@ -180,6 +247,7 @@ def _mma(s: Smem):
         for c in gl.static_range(2):
             tcgen05_commit(s.acc_full.index(2 * acc_empty.index + c))
         acc_empty = acc_empty.next()
+        has_work, _, slot = _next_tile(s, slot)
 
 
 # -- epilogues (default partition: consumer 0; a 4-warp worker: consumer 1) -------------------
@@ -191,7 +259,10 @@ def _epilogue(s: Smem, C: gl.constexpr):
     num_tiles_m, num_tiles_n, _ = _tiles(s)
     acc_full = Counter.create(0, s.acc_full.shape[0] // 2)
     c_buf = Counter.create(0, s.c_bufs.shape[0] // 2)
-    for tile_id in range(gl.program_id(0), num_tiles_m * num_tiles_n, gl.num_programs(0)):
+    slot = Counter.create(0, s.clc_full.shape[0])
+    tile_id = gl.program_id(0)
+    has_work = gl.to_tensor(True)
+    while has_work:
         tile_m, tile_n = grouped_tile(tile_id, num_tiles_m, num_tiles_n, s.GROUP_M)
         mbarrier.wait(s.acc_full.index(2 * acc_full.index + C), acc_full.phase)
         acc = s.acc_bufs.index(2 * acc_full.index + C)
@@ -208,6 +279,7 @@ def _epilogue(s: Smem, C: gl.constexpr):
         # The accumulator has been read into registers: the MMA warp may reuse it.
         mbarrier.arrive(s.acc_empty.index(2 * acc_full.index + C))
         acc_full = acc_full.next()
+        has_work, tile_id, slot = _next_tile(s, slot)
     tma.store_wait(pendings=0)
 
 
@@ -221,12 +293,14 @@ def r7_multi_consumer_kernel(
     K,
     NUM_STAGES: gl.constexpr,
     NUM_ACC: gl.constexpr,
+    NUM_CLC: gl.constexpr,
     GROUP_M: gl.constexpr,
     LOAD_WARPS: gl.constexpr,
     MMA_WARPS: gl.constexpr,
     WORKER_REGS: gl.constexpr,
     EPI_WARPS: gl.constexpr,
     EPI_REGS: gl.constexpr,
+    CLC_WARPS: gl.constexpr,
 ):
     gl.static_assert(gl.num_ctas() == 2)
     dtype: gl.constexpr = a_desc.dtype
@@ -240,6 +314,9 @@ def r7_multi_consumer_kernel(
     )
     b_bufs = gl.allocate_shared_memory(dtype, [NUM_STAGES] + b_desc.block_shape, b_desc.layout)  # noqa: RUF005
     c_bufs = gl.allocate_shared_memory(dtype, [2 * 2] + c_desc.block_shape, c_desc.layout)  # noqa: RUF005
+    # One 16-byte CLC response per slot; cga_layout [[0]]: every CTA holds all the slots.
+    clc_layout: gl.constexpr = gl.SwizzledSharedLayout(1, 1, 1, [0], cga_layout=[[0]])
+    clc_result = gl.allocate_shared_memory(gl.int64, [NUM_CLC, 2], clc_layout)
     acc_layout: gl.constexpr = TensorMemoryLayout(
         block=(TILE_M // 2, TILE_N),
         col_stride=1,
@@ -252,6 +329,8 @@ def r7_multi_consumer_kernel(
     ab_empty = mbarrier.allocate_mbarrier(batch=NUM_STAGES)
     acc_full = mbarrier.allocate_mbarrier(batch=NUM_ACC * 2)
     acc_empty = mbarrier.allocate_mbarrier(batch=NUM_ACC * 2, two_ctas=True)
+    clc_full = mbarrier.allocate_mbarrier(batch=NUM_CLC)
+    clc_empty = mbarrier.allocate_mbarrier(batch=NUM_CLC, two_ctas=True)
     for i in gl.static_range(NUM_STAGES):
         mbarrier.init(ab_full.index(i), count=1)  # x2 by Gluon: each load warp's expect
         mbarrier.init(
@@ -261,6 +340,9 @@ def r7_multi_consumer_kernel(
     for i in gl.static_range(NUM_ACC * 2):
         mbarrier.init(acc_full.index(i), count=1)  # tcgen05_commit after the tile's last MMA
         mbarrier.init(acc_empty.index(i), count=1)  # x2 by Gluon: each CTA's epilogue
+    for i in gl.static_range(NUM_CLC):
+        mbarrier.init(clc_full.index(i), count=1)  # own scheduler's expect; response bytes
+        mbarrier.init(clc_empty.index(i), count=5)  # x2 by Gluon: every role of both CTAs
     # A size of 1 arrives as a constexpr (Triton specializes it): make all three tensors.
     s = Smem(
         a_desc,
@@ -274,6 +356,9 @@ def r7_multi_consumer_kernel(
         ab_empty,
         acc_full,
         acc_empty,
+        clc_result,
+        clc_full,
+        clc_empty,
         gl.to_tensor(M),
         gl.to_tensor(N),
         gl.to_tensor(K),
@@ -281,9 +366,9 @@ def r7_multi_consumer_kernel(
     )
     # -- roles --
     gl.warp_specialize(
-        [(_epilogue, (s, 0)), (_load, (s,)), (_mma, (s,)), (_epilogue, (s, 1))],
-        [LOAD_WARPS, MMA_WARPS, EPI_WARPS],
-        [WORKER_REGS, WORKER_REGS, EPI_REGS],
+        [(_epilogue, (s, 0)), (_load, (s,)), (_mma, (s,)), (_epilogue, (s, 1)), (_scheduler, (s,))],
+        [LOAD_WARPS, MMA_WARPS, EPI_WARPS, CLC_WARPS],
+        [WORKER_REGS, WORKER_REGS, EPI_REGS, WORKER_REGS],
     )
 
 
@@ -303,14 +388,18 @@ def plan(problem: Problem, num_sms: int) -> Plan:
         constexprs=dict(
             NUM_STAGES=NUM_STAGES,
             NUM_ACC=NUM_ACC,
+            NUM_CLC=NUM_CLC,
             GROUP_M=GROUP_M,
             LOAD_WARPS=LOAD_WARPS,
             MMA_WARPS=MMA_WARPS,
             WORKER_REGS=WORKER_REGS,
             EPI_WARPS=EPI_WARPS,
             EPI_REGS=EPI_REGS,
+            CLC_WARPS=CLC_WARPS,
         ),
-        grid=(max(1, min(num_sms // CLUSTER_M, num_tiles)),),
+        # One cluster per cluster tile: clusters that start early cancel the launch of
+        # pending ones and take over their tiles (CLC), so as many clusters run as fit.
+        grid=(num_tiles,),
         num_warps=4,
         num_ctas=CLUSTER_M,
     )
@@ -320,7 +409,7 @@ KERNEL = GluonKernel(
     name="sm100/r7_multi_consumer",
     rung=Rung.MULTI_CONSUMER,
     arch="sm_100a",
-    description="persistent WS 2-CTA cta_group::2, 2 TMEM accs sharing B, 2 epilogues, 512x128x64",
+    description="CLC-scheduled WS 2-CTA cta_group::2, 2 TMEM accs share B, 2 epilogues, 512x128x64",
     jit_fn=r7_multi_consumer_kernel,
     plan=plan,
 )
