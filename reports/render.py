@@ -512,11 +512,12 @@ def codegen_lines(ds: Dataset) -> list[str]:
             "status",
             "registers",
             "spills (B)",
-            "static smem (B)",
+            "smem (B)",
             "compile s",
             "lines",
             "PTX features",
             "via raw PTX",
+            "notes",
         ],
         [
             [
@@ -532,6 +533,7 @@ def codegen_lines(ds: Dataset) -> list[str]:
                 _fmt(r.get("lines_of_code"), "d"),
                 ", ".join(r.get("features") or []) or "-",
                 ", ".join(r.get("raw_ptx") or []) or "-",
+                "; ".join(r.get("notes") or []).replace("|", "/") or "-",
             ]
             for r in sorted(ds.codegen, key=lambda r: (r["backend"], r["arch"], r["rung"]))
         ],
