@@ -152,10 +152,9 @@ def cmd_bench(args: argparse.Namespace) -> int:
     }
     counts: dict[str, int] = {}
     t0 = time.perf_counter()
-    with Runner(specs, settings, log=_print) as runner:
-        missing = {s.id: s.missing_requirements() for s in specs}
-        runnable = [s for s in specs if not missing[s.id]]
-        runner.specs = runnable
+    missing = {s.id: s.missing_requirements() for s in specs}
+    runnable = [s for s in specs if not missing[s.id]]
+    with Runner(runnable, settings, log=_print) as runner:
         _print(
             f"bench: {len(runnable)} kernel(s) x {len(problems)} problem(s) on {args.device}"
             f" -> {out}"
@@ -198,11 +197,9 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 
 def _unsupported_record(spec: KernelSpec, problem: Problem, reason: str) -> dict[str, Any]:
-    from harness.runner import _base_record
+    from harness.runner import base_record
 
-    rec = _base_record(spec, problem)
-    rec.update(status="unsupported", reason=reason)
-    return rec
+    return base_record(spec, problem) | {"status": "unsupported", "reason": reason}
 
 
 # -------------------------------------------------------------------------------------- codegen

@@ -33,7 +33,7 @@ class RunSettings:
     timer: TimerSettings = field(default_factory=TimerSettings)
 
 
-def _base_record(spec: KernelSpec, problem: Problem) -> dict[str, Any]:
+def base_record(spec: KernelSpec, problem: Problem) -> dict[str, Any]:
     return {
         **kernel_fields(spec),
         "problem": {"m": problem.m, "n": problem.n, "k": problem.k, "dtype": problem.dtype},
@@ -117,7 +117,7 @@ class Runner:
         records: dict[str, dict[str, Any]] = {}
         timed: list[KernelSpec] = []
         for spec in self.specs:
-            rec = _base_record(spec, problem)
+            rec = base_record(spec, problem)
             records[spec.id] = rec
             reply = self._call(spec, rec, {"op": "prepare", "problem": problem, "checks": s.checks})
             if reply is not None:

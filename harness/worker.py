@@ -61,14 +61,14 @@ def describe_device(device: str) -> dict[str, Any]:
 
 
 def _prepare(state: _State, problem: Problem, checks: int) -> dict[str, Any]:
+    import torch
+
     from harness.check import check_kernel
+    from harness.protocol import ARCH_CAPABILITY
 
     assert state.spec is not None
-    if state.device == "cuda":
-        import torch
-
-        from harness.protocol import ARCH_CAPABILITY
-
+    cuda = state.device == "cuda"
+    if cuda:
         want = ARCH_CAPABILITY[state.spec.arch]
         have = torch.cuda.get_device_capability()
         if want is not None and tuple(have) != want:
@@ -83,16 +83,12 @@ def _prepare(state: _State, problem: Problem, checks: int) -> dict[str, Any]:
         return {"status": "unsupported", "reason": reason}
     t0 = time.perf_counter()
     launch = state.kernel.compile(problem)
-    if state.device == "cuda":
-        import torch
-
+    if cuda:
         torch.cuda.synchronize()
     compile_s = time.perf_counter() - t0
     state.launches[problem] = launch
     result = check_kernel(problem, launch, device=state.device, checks=checks)
-    if state.device == "cuda":
-        import torch
-
+    if cuda:
         torch.cuda.empty_cache()  # many workers share the GPU: keep only what kernels hold
     return {
         "status": "ok" if result.passed else "wrong",
