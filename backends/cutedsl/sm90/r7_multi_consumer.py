@@ -25,6 +25,14 @@ Shared-memory budget (fp16/bf16, 2 bytes):
     barriers 2 x 4 x 8 B (+ align)   <  1 KiB
     227 KiB - 32 KiB - 1 KiB = 194 KiB -> 4 stages (192 KiB), total ~225 KiB
 
+Epilogue overlap: a consumer converts its finished accumulators to the output type and keeps
+them in registers (64 a thread, next to the 128 fp32 accumulators of the next tile: within the
+232 granted, no spills). It stores them only after the next tile's first k-tile of wgmma is
+issued, so the tensor cores work through that batch while the warpgroups run the stmatrix /
+TMA-store sub-tiles; the last tile's epilogue runs after the loop. Measured on an H200 against
+the same kernel storing right after its mainloop (``overlap=False``): +1 to +3 % at K = 1024 and
+2048, +0.5 % at 4096^3 / 8192^3, where the mainloop is long and the epilogue is a small share.
+
 Barriers (one of each per stage s; counts are arrivals per phase):
 
     name          arrives                                   waits        meaning
@@ -74,12 +82,18 @@ class Gemm:
     """D[M, N] = A[M, K] @ B[N, K].T, persistent warp-specialized 2-CTA wgmma kernel."""
 
     def __init__(
-        self, num_sms: int, tma_store: bool, l2_group: int = L2_GROUP, raster_m: bool = True
+        self,
+        num_sms: int,
+        tma_store: bool,
+        l2_group: int = L2_GROUP,
+        raster_m: bool = True,
+        overlap: bool = True,
     ):
         self.max_active_clusters = num_sms // CLUSTER_M
         self.tma_store = tma_store  # needs N % 8 == 0 (16-byte aligned rows of D)
         self.l2_group = l2_group  # (tuning knobs for scripts/dev_cutedsl.py; one config ships)
         self.raster_m = raster_m
+        self.overlap = overlap  # epilogue of tile i under the first MMAs of tile i + 1
         self.tile_mnk = (BLOCK_M, BLOCK_N, BLOCK_K)
         self.cluster_mn = (CLUSTER_M, 1)
 
@@ -317,11 +331,7 @@ class Gemm:
             )
             thr_r2s = r2s.get_slice(consumer_tidx)
             tRS_sD = thr_r2s.partition_D(sD)
-            tRS_acc = r2s.retile(acc)
-            rD_shape = cute.shape(thr_r2s.partition_S(sD))[:3]
-            tRS_rAcc = cute.make_rmem_tensor(rD_shape, cutlass.Float32)
-            tRS_rD = cute.make_rmem_tensor(rD_shape, self.dtype)
-            epi_len = cute.size(tRS_rAcc)
+            tRS_rD = cute.make_rmem_tensor(cute.shape(thr_r2s.partition_S(sD))[:3], self.dtype)
             store_pipe = pipeline.PipelineTmaStore.create(
                 num_stages=EPI_STAGES,
                 producer_group=pipeline.CooperativeGroup(
@@ -335,61 +345,78 @@ class Gemm:
             work = sched.initial_work_tile_info()
             read = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, NUM_STAGES)
             release = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, NUM_STAGES)
-            epi_count = cutlass.Int32(0)  # epilogue sub-tiles stored so far (buffer rotation)
+            # The finished tile waits in registers, converted to the output type (64 registers
+            # a thread), until the next tile's first k-tile of MMAs is issued: its epilogue then
+            # runs while the tensor cores work (see "Epilogue overlap" in the docstring).
+            rD_tile = cute.make_rmem_tensor(acc.shape, self.dtype)
+            tRS_rD_tile = r2s.retile(rD_tile)
+            prev_m = cutlass.Int32(0)
+            prev_n = cutlass.Int32(0)
+            tiles_done = cutlass.Int32(0)
             while work.is_valid_tile:
                 tile_m, tile_n, _ = work.tile_idx
-                # Mainloop: keep one wgmma batch in flight; release a stage only after the
-                # batch that read it retired (wait_group(1) after issuing the next one).
                 acc.fill(0.0)
                 tiled_mma.set(warpgroup.Field.ACCUMULATE, True)
                 warpgroup.fence()
-                for kt in range(k_tiles):
+                # First k-tile (K >= 8, so there is one): issue its MMAs, then run the previous
+                # tile's epilogue while the tensor cores work through them.
+                ab_pipe.consumer_wait(read)
+                for kb in cutlass.range_constexpr(k_blocks):
+                    coord = (None, None, kb, read.index)
+                    cute.gemm(tiled_mma, acc, tCrA[coord], tCrB[coord], acc)
+                warpgroup.commit_group()
+                read.advance()
+                if cutlass.const_expr(self.tma_store and self.overlap):
+                    if tiles_done > 0:
+                        self.store_tile(
+                            tRS_rD_tile,
+                            tRS_sD,
+                            r2s,
+                            tRS_rD,
+                            sD,
+                            tma_d,
+                            mD,
+                            prev_m,
+                            prev_n,
+                            epi_bar,
+                            store_pipe,
+                            warp_idx,
+                        )
+                # Other k-tiles: keep one wgmma batch in flight; release a stage only after the
+                # batch that read it retired (wait_group(1) after issuing the next one).
+                for _kt in range(1, k_tiles):
                     ab_pipe.consumer_wait(read)
                     for kb in cutlass.range_constexpr(k_blocks):
                         coord = (None, None, kb, read.index)
                         cute.gemm(tiled_mma, acc, tCrA[coord], tCrB[coord], acc)
                     warpgroup.commit_group()
                     read.advance()
-                    if kt > 0:
-                        warpgroup.wait_group(1)
-                        ab_pipe.consumer_release(release)
-                        release.advance()
+                    warpgroup.wait_group(1)
+                    ab_pipe.consumer_release(release)
+                    release.advance()
                 # K >= 8 so there is at least one k-tile: release the last stage read.
                 warpgroup.wait_group(0)
                 ab_pipe.consumer_release(release)
                 release.advance()
 
                 if cutlass.const_expr(self.tma_store):
-                    # D tile in EPI_TILE sub-tiles: both warpgroups write their rows of a
-                    # sub-tile to shared memory, one warp issues the TMA store.
-                    gD_tile = cute.zipped_divide(gD[(None, None, tile_m, tile_n)], EPI_TILE)
-                    bSG_sD, bSG_gD = cpasync.tma_partition(
-                        tma_d, 0, cute.make_layout(1), cute.group_modes(sD, 0, 2), gD_tile
-                    )
-                    epi_n = cute.size(gD_tile, mode=[1])
-                    epi_grid = cute.make_layout(gD_tile.shape[1], stride=(gD_tile.shape[1][1], 1))
-                    for e in cutlass.range_constexpr(epi_n):
-                        for v in cutlass.range_constexpr(epi_len):
-                            tRS_rAcc[v] = tRS_acc[e * epi_len + v]
-                        tRS_rD.store(tRS_rAcc.load().to(self.dtype))
-                        buf = (epi_count + e) % EPI_STAGES
-                        cute.copy(r2s, tRS_rD, tRS_sD[(None, None, None, buf)])
-                        # stmatrix writes are generic-proxy; the TMA store reads through the
-                        # async proxy: fence, then let every consumer thread reach the barrier.
-                        cute.arch.fence_proxy("async.shared", space="cta")
-                        epi_bar.arrive_and_wait()
-                        if warp_idx == THREADS_PER_WG // 32:
-                            cute.copy(
-                                tma_d,
-                                bSG_sD[(None, buf)],
-                                bSG_gD[(None, epi_grid.get_hier_coord(e))],
-                            )
-                            # Keep at most EPI_STAGES - 1 stores reading shared memory, so the
-                            # buffer written next is no longer being read.
-                            store_pipe.producer_commit()
-                            store_pipe.producer_acquire()
-                        epi_bar.arrive_and_wait()
-                    epi_count += epi_n
+                    rD_tile.store(acc.load().to(self.dtype))
+                    prev_m, prev_n = tile_m, tile_n
+                    if cutlass.const_expr(not self.overlap):
+                        self.store_tile(
+                            tRS_rD_tile,
+                            tRS_sD,
+                            r2s,
+                            tRS_rD,
+                            sD,
+                            tma_d,
+                            mD,
+                            prev_m,
+                            prev_n,
+                            epi_bar,
+                            store_pipe,
+                            warp_idx,
+                        )
                 else:
                     # Rows of D not 16-byte aligned (N % 8 != 0): no TMA store; each thread
                     # writes its accumulator elements directly, predicated on the matrix edge.
@@ -403,12 +430,75 @@ class Gemm:
                         if cute.elem_less(tCcD[i], mD.shape):
                             tCgD[i] = acc[i].to(self.dtype)
 
+                tiles_done += 1
                 sched.advance_to_next_work()
                 work = sched.get_current_work()
 
             if cutlass.const_expr(self.tma_store):
+                if cutlass.const_expr(self.overlap):
+                    # The last tile has no successor to hide behind.
+                    if tiles_done > 0:
+                        self.store_tile(
+                            tRS_rD_tile,
+                            tRS_sD,
+                            r2s,
+                            tRS_rD,
+                            sD,
+                            tma_d,
+                            mD,
+                            prev_m,
+                            prev_n,
+                            epi_bar,
+                            store_pipe,
+                            warp_idx,
+                        )
                 # Drain outstanding TMA stores before the CTA (and its shared memory) goes away.
                 store_pipe.producer_tail()
+
+    # -- epilogue: one finished tile, registers -> shared (stmatrix) -> global (TMA store) ----
+    @cute.jit
+    def store_tile(
+        self,
+        tRS_rD_tile: cute.Tensor,
+        tRS_sD: cute.Tensor,
+        r2s: cute.TiledCopy,
+        tRS_rD: cute.Tensor,
+        sD: cute.Tensor,
+        tma_d: cute.CopyAtom,
+        mD: cute.Tensor,
+        tile_m: cutlass.Int32,
+        tile_n: cutlass.Int32,
+        epi_bar: pipeline.NamedBarrier,
+        store_pipe: pipeline.PipelineTmaStore,
+        warp_idx: cutlass.Int32,
+    ):
+        """The tile in EPI_TILE sub-tiles: both consumer warpgroups write their rows of a
+        sub-tile to shared memory, then one warp issues its TMA store."""
+        gD = cute.local_tile(mD, (BLOCK_M, BLOCK_N), (tile_m, tile_n))
+        gD_epi = cute.zipped_divide(gD, EPI_TILE)
+        bSG_sD, bSG_gD = cpasync.tma_partition(
+            tma_d, 0, cute.make_layout(1), cute.group_modes(sD, 0, 2), gD_epi
+        )
+        epi_n = cute.size(gD_epi, mode=[1])
+        epi_grid = cute.make_layout(gD_epi.shape[1], stride=(gD_epi.shape[1][1], 1))
+        epi_len = cute.size(tRS_rD)
+        for e in cutlass.range_constexpr(epi_n):
+            for v in cutlass.range_constexpr(epi_len):
+                tRS_rD[v] = tRS_rD_tile[e * epi_len + v]
+            # epi_n is a multiple of EPI_STAGES, so every tile starts at buffer 0.
+            buf = e % EPI_STAGES
+            cute.copy(r2s, tRS_rD, tRS_sD[(None, None, None, buf)])
+            # stmatrix writes are generic-proxy; the TMA store reads through the async proxy:
+            # fence, then let every consumer thread reach the barrier.
+            cute.arch.fence_proxy("async.shared", space="cta")
+            epi_bar.arrive_and_wait()
+            if warp_idx == THREADS_PER_WG // 32:
+                cute.copy(tma_d, bSG_sD[(None, buf)], bSG_gD[(None, epi_grid.get_hier_coord(e))])
+                # Keep at most EPI_STAGES - 1 stores reading shared memory, so the buffer
+                # written next is no longer being read.
+                store_pipe.producer_commit()
+                store_pipe.producer_acquire()
+            epi_bar.arrive_and_wait()
 
 
 def _variant(problem: Problem) -> bool:
@@ -422,7 +512,7 @@ KERNEL = CuteDslKernel(
     arch="sm_90a",
     description=(
         "persistent warp-specialized 2-CTA (B multicast) wgmma, 2 consumer warpgroups, "
-        "128x256x64, 4 stages, TMA-store epilogue"
+        "128x256x64, 4 stages, TMA-store epilogue under the next tile's first MMAs"
     ),
     make_gemm=lambda num_sms, tma_store: Gemm(num_sms, tma_store),
     variant_of=_variant,
