@@ -38,7 +38,14 @@ def package_versions() -> dict[str, str | None]:
 
 
 def git_state(root: Path = REPO_ROOT) -> dict[str, Any]:
-    """Commit SHA and whether the work tree differs from it (None outside a git checkout)."""
+    """Commit SHA and whether the work tree differs from it (None outside a git checkout).
+
+    ``GEMM_STUDY_GIT_SHA``, when set, names the code and wins over the checkout: a tree shipped
+    to a GPU host may carry no ``.git``, or a stale one that does not know the shipped commit.
+    """
+    override = os.environ.get("GEMM_STUDY_GIT_SHA")
+    if override:
+        return {"git_sha": override, "git_dirty": None}
 
     def git(*args: str) -> str | None:
         try:
@@ -50,8 +57,8 @@ def git_state(root: Path = REPO_ROOT) -> dict[str, Any]:
         return r.stdout.strip() if r.returncode == 0 else None
 
     sha = git("rev-parse", "HEAD")
-    if sha is None:  # a copy of the tree without .git (e.g. shipped to a GPU host)
-        return {"git_sha": os.environ.get("GEMM_STUDY_GIT_SHA"), "git_dirty": None}
+    if sha is None:  # a copy of the tree without .git
+        return {"git_sha": None, "git_dirty": None}
     status = git("status", "--porcelain", "--untracked-files=no")
     return {"git_sha": sha, "git_dirty": bool(status) if status is not None else None}
 

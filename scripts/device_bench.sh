@@ -14,11 +14,14 @@
 #                                          then the CuTeDSL GPU tests through nox
 #   bash scripts/device_bench.sh final2    carry .carry/gluon1 (nox still installed): rung 7 of
 #                                          both DSLs through `nox -s bench`, then Gluon's GPU tests
+#   bash scripts/device_bench.sh chain2    after `stash` and `gluon`, carry .carry/cutedsl/{01,unpack,
+#                                          SHA256} and .carry/nox: every Hopper rung of both DSLs at
+#                                          4096^3 and 8192^3 fp16 through `nox -s bench`, one run
 # Results and logs go under $OUT. Every step is `python -m harness ...`, as a user would run it.
 # Pass GEMM_STUDY_GIT_SHA=$(git rev-parse --short HEAD) so the results name the code (the
 # tree shipped to the host has no .git).
 set -uo pipefail
-mode=${1:?stash|gluon|chain|final|cutedsl|final2}
+mode=${1:?stash|gluon|chain|final|cutedsl|final2|chain2}
 OUT=${OUT:-out}
 mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1 TRITON_BACKENDS_IN_TREE=1 CUTE_DSL_ARCH=sm_90a
@@ -55,5 +58,11 @@ case $mode in
       2>&1 | tee "$OUT/final.log" | tail -30
     timeout -s KILL 240 python3 -m nox --no-venv -s "tests(harness)" -- -p no:cacheprovider \
       -k "test_kernel_is_correct and gluon" 2>&1 | tee "$OUT/tests-gluon.log" | tail -8 ;;
+  chain2)
+    bash .carry/cutedsl/unpack install cutedsl >/dev/null || exit 1
+    bash .carry/nox/unpack install nox >/dev/null || exit 1
+    python3 -m nox --no-venv -s "bench(cutedsl)" -- "${common[@]}" --suite 4096x4096x4096 \
+      --suite 8192x8192x8192 --dtype fp16 --out "$OUT/bench-chain.json" 2>&1 \
+      | tee "$OUT/chain.log" | tail -45 ;;
   *) echo "unknown mode $mode" >&2; exit 2 ;;
 esac

@@ -87,3 +87,13 @@ def test_load_explains_non_json(tmp_path: Path) -> None:
         load(p)
     with pytest.raises(ResultsError, match="no such results file"):
         load(tmp_path / "absent.json")
+
+
+def test_git_sha_override_wins_over_a_stale_checkout(monkeypatch, tmp_path) -> None:
+    """A tree shipped to a GPU host may carry an old .git: the named commit must win."""
+    from harness.env import git_state
+
+    monkeypatch.setenv("GEMM_STUDY_GIT_SHA", "abc1234")
+    assert git_state() == {"git_sha": "abc1234", "git_dirty": None}
+    monkeypatch.delenv("GEMM_STUDY_GIT_SHA")
+    assert git_state(tmp_path)["git_sha"] is None  # no checkout there, nothing named
