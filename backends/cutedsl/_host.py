@@ -152,3 +152,9 @@ class CuteDslKernel:
             # PTX and cubin were read into the compiled object; the dump files are not needed.
             shutil.rmtree(dump, ignore_errors=True)
         return compiled, seconds
+
+
+def tma_store_variant(problem: Problem) -> bool:
+    """The compile-time variant of the rungs with two epilogues: True (TMA store) when D's
+    rows are 16-byte aligned, N % 8 == 0; False (direct stores) otherwise."""
+    return problem.n % 8 == 0

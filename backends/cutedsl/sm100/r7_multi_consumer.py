@@ -50,7 +50,9 @@ from cutlass.memory import SmemAllocator, TmemAllocator
 from cutlass.tensor_utils import LayoutEnum
 
 from backends.cutedsl._host import CuteDslKernel
-from harness.protocol import Problem, Rung
+from backends.cutedsl._operands import operand_tensors
+from backends.cutedsl.sm100._epilogue import n_multiple_of_8, store_accumulator
+from harness.protocol import Rung
 
 # -- constants -------------------------------------------------------------------------------
 CLUSTER_M = 2  # CTA pair along M
@@ -88,11 +90,8 @@ class Gemm:
         stream: cuda.CUstream,
     ):
         self.dtype = a_ptr.dtype
-        k = cute.assume(k, divby=8)
-        ld_d = cute.assume(n, divby=8)
-        mA = cute.make_tensor(a_ptr, cute.make_layout((m, k), stride=(k, 1)))
-        mB = cute.make_tensor(b_ptr, cute.make_layout((n, k), stride=(k, 1)))
-        mD = cute.make_tensor(d_ptr, cute.make_layout((m, n), stride=(ld_d, 1)))
+        # Row-major A, B, D over the raw pointers (``_operands.py``); N % 8 == 0 (supports()).
+        mA, mB, mD = operand_tensors(a_ptr, b_ptr, d_ptr, m, n, k, True)
 
         tiled_mma = cute.make_tiled_mma(
             tcgen05.MmaF16BF16Op(
@@ -367,53 +366,27 @@ class Gemm:
                 cute.group_modes(sD, 0, 2),
                 cute.group_modes(gD_epi, 0, 2),
             )
-            t2r_atom = cute.make_copy_atom(
-                tcgen05.Ld32x32bOp(tcgen05.Repetition.x32, tcgen05.Pack.NONE), cutlass.Float32
-            )
             while work.is_valid_tile:
                 pair_m = work.tile_idx[0] // CLUSTER_M
                 tile_n = work.tile_idx[1]
                 acc = acc_consumer.wait_and_advance()
-                tAcc_epi = cute.flat_divide(
-                    tCtAcc_all[((None, None), consumer, 0, acc.index)], epi_tile
+                store_accumulator(
+                    tCtAcc_all[((None, None), consumer, 0, acc.index)],
+                    tCgD[((None, None), consumer, 0, pair_m, tile_n)],
+                    tDgD[(None, None, None, pair_m, tile_n)],
+                    tDsD,
+                    sD,
+                    tma_d,
+                    epi_tile,
+                    EPI_STAGES,
+                    consumer * EPI_STAGES,
+                    epi_tidx,
+                    warp_idx,
+                    first_warp,
+                    epi_bar,
+                    store_pipe,
+                    self.dtype,
                 )
-                gD_tile = cute.flat_divide(
-                    tCgD[((None, None), consumer, 0, pair_m, tile_n)], epi_tile
-                )
-                t2r = tcgen05.make_tmem_copy(t2r_atom, tAcc_epi[(None, None, 0, 0)])
-                thr_t2r = t2r.get_slice(epi_tidx)
-                tTR_tAcc = thr_t2r.partition_S(tAcc_epi)
-                tTR_gD = thr_t2r.partition_D(gD_tile)
-                tTR_rAcc = cute.make_rmem_tensor(
-                    tTR_gD[(None, None, None, 0, 0)].shape, cutlass.Float32
-                )
-                tTR_tAcc = cute.group_modes(tTR_tAcc, 3, cute.rank(tTR_tAcc))
-                r2s = cute.make_tiled_copy_D(
-                    sm100_utils.get_smem_store_op(
-                        LayoutEnum.ROW_MAJOR, self.dtype, cutlass.Float32, t2r
-                    ),
-                    t2r,
-                )
-                thr_r2s = r2s.get_slice(epi_tidx)
-                tRS_sD = thr_r2s.partition_D(sD)
-                tRS_rAcc = r2s.retile(tTR_rAcc)
-                tRS_rD = cute.make_rmem_tensor(tRS_rAcc.shape, self.dtype)
-                tDgD_tile = tDgD[(None, None, None, pair_m, tile_n)]
-                tDgD_tile = cute.group_modes(tDgD_tile, 1, cute.rank(tDgD_tile))
-                subtiles = cute.size(tTR_tAcc.shape, mode=[3])
-                for st in cutlass.range(subtiles):
-                    cute.copy(t2r, tTR_tAcc[(None, None, None, st)], tTR_rAcc)
-                    buf = consumer * EPI_STAGES + st % EPI_STAGES
-                    tRS_rD.store(tRS_rAcc.load().to(self.dtype))
-                    cute.copy(r2s, tRS_rD, tRS_sD[(None, None, None, buf)])
-                    # Shared-memory writes must be visible to the TMA (async proxy).
-                    cute.arch.fence_view_async_shared()
-                    epi_bar.arrive_and_wait()
-                    if warp_idx == first_warp:
-                        cute.copy(tma_d, tDsD[(None, buf)], tDgD_tile[(None, st)])
-                        store_pipe.producer_commit()
-                        store_pipe.producer_acquire()
-                    epi_bar.arrive_and_wait()
                 # This consumer's accumulator drained: one arrive per epilogue warp on acc_empty.
                 with cute.arch.elect_one():
                     acc.release()
@@ -424,12 +397,6 @@ class Gemm:
             tmem.free(tmem_ptr)
 
 
-def _supports(problem: Problem) -> str | None:
-    if problem.n % 8:
-        return "the sm_100a kernels store D with TMA only: N must be a multiple of 8"
-    return None
-
-
 KERNEL = CuteDslKernel(
     name="sm100/r7_multi_consumer",
     rung=Rung.MULTI_CONSUMER,
@@ -437,5 +404,5 @@ KERNEL = CuteDslKernel(
     description="persistent warp-specialized 2-CTA tcgen05, 512x256x64 pair tile, two TMEM "
     "accumulators sharing staged B, two epilogue warpgroups, TMA-store epilogue",
     make_gemm=lambda num_sms, variant: Gemm(num_sms),
-    supports_fn=_supports,
+    supports_fn=n_multiple_of_8,
 )

@@ -31,6 +31,7 @@ from cutlass.memory import SmemAllocator
 from cutlass.tensor_utils import LayoutEnum
 
 from backends.cutedsl._host import CuteDslKernel
+from backends.cutedsl._operands import operand_tensors
 from harness.protocol import Problem, Rung
 
 # -- constants -------------------------------------------------------------------------------
@@ -59,12 +60,9 @@ class Gemm:
         stream: cuda.CUstream,
     ):
         self.dtype = a_ptr.dtype
-        # Row-major operands; the unit stride is static, the row pitch a multiple of 8 elements.
-        k = cute.assume(k, divby=8)
-        ld_d = cute.assume(n, divby=8)
-        mA = cute.make_tensor(a_ptr, cute.make_layout((m, k), stride=(k, 1)))
-        mB = cute.make_tensor(b_ptr, cute.make_layout((n, k), stride=(k, 1)))
-        mD = cute.make_tensor(d_ptr, cute.make_layout((m, n), stride=(ld_d, 1)))
+        # Row-major A, B, D over the raw pointers (``_operands.py``); this rung demands tile
+        # multiples, so D's rows are always 16-byte aligned.
+        mA, mB, mD = operand_tensors(a_ptr, b_ptr, d_ptr, m, n, k, True)
 
         # MMA: one warpgroup, m64n128k16, repeated twice along M to cover the 128-row tile.
         tiled_mma = sm90_utils.make_trivial_tiled_mma(

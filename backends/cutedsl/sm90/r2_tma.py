@@ -32,14 +32,20 @@ from __future__ import annotations
 import cuda.bindings.driver as cuda
 import cutlass
 import cutlass.cute as cute
-import cutlass.pipeline as pipeline
 import cutlass.utils.hopper_helpers as sm90_utils
-from cutlass.cute.nvgpu import cpasync, warp, warpgroup
+from cutlass.cute.nvgpu import cpasync, warpgroup
 from cutlass.memory import SmemAllocator
 from cutlass.tensor_utils import LayoutEnum
 
-from backends.cutedsl._host import CuteDslKernel
-from harness.protocol import Problem, Rung
+from backends.cutedsl._host import CuteDslKernel, tma_store_variant
+from backends.cutedsl._operands import operand_tensors
+from backends.cutedsl.sm90._epilogue import (
+    EpilogueConfig,
+    TmaStoreEpilogue,
+    store_direct,
+    tma_store_atom,
+)
+from harness.protocol import Rung
 
 # -- constants -------------------------------------------------------------------------------
 BLOCK_M, BLOCK_N, BLOCK_K = 128, 128, 64  # CTA tile
@@ -48,7 +54,9 @@ EPI_TILE = (64, 32)  # epilogue sub-tile staged in shared memory for one TMA sto
 EPI_STAGES = 4  # epilogue buffers in flight
 THREADS_PER_WG = 128
 NUM_THREADS = THREADS_PER_WG  # one warpgroup loads, computes and stores
-EPI_BARRIER_ID = 1  # named barrier 0 is __syncthreads
+# Epilogue plan (``_epilogue.py``): the warpgroup stages EPI_TILE sub-tiles,
+# warp 0 issues each TMA store; named barrier 1 (0 is __syncthreads).
+EPILOGUE = EpilogueConfig((BLOCK_M, BLOCK_N), EPI_TILE, EPI_STAGES, NUM_THREADS, 0)
 
 
 class Gemm:
@@ -71,12 +79,8 @@ class Gemm:
         stream: cuda.CUstream,
     ):
         self.dtype = a_ptr.dtype
-        # Row-major operands; the unit stride is static, the row pitch a multiple of 8 elements.
-        k = cute.assume(k, divby=8)
-        ld_d = cute.assume(n, divby=8) if cutlass.const_expr(self.tma_store) else n
-        mA = cute.make_tensor(a_ptr, cute.make_layout((m, k), stride=(k, 1)))
-        mB = cute.make_tensor(b_ptr, cute.make_layout((n, k), stride=(k, 1)))
-        mD = cute.make_tensor(d_ptr, cute.make_layout((m, n), stride=(ld_d, 1)))
+        # Row-major A, B, D over the raw pointers (``_operands.py``).
+        mA, mB, mD = operand_tensors(a_ptr, b_ptr, d_ptr, m, n, k, self.tma_store)
 
         # MMA: one warpgroup, m64n128k16, repeated twice along M to cover the 128-row tile.
         tiled_mma = sm90_utils.make_trivial_tiled_mma(
@@ -114,14 +118,7 @@ class Gemm:
             cpasync.CopyBulkTensorTileG2SOp(), mB, b_smem, (BLOCK_N, BLOCK_K)
         )
         # TMA store of D (clips at the matrix edge), or the plain tensor for direct stores.
-        tma_d, gD_out = mD, mD
-        if cutlass.const_expr(self.tma_store):
-            tma_d, gD_out = cpasync.make_tiled_tma_atom(
-                cpasync.CopyBulkTensorTileS2GOp(),
-                mD,
-                cute.slice_(sD_layout, (None, None, 0)),
-                EPI_TILE,
-            )
+        tma_d, gD_out = tma_store_atom(mD, sD_layout, EPI_TILE, self.tma_store)
 
         # One CTA per output tile (ragged edges round up; TMA zero-fills/clips).
         grid = (cute.ceil_div(m, BLOCK_M), cute.ceil_div(n, BLOCK_N), 1)
@@ -207,28 +204,11 @@ class Gemm:
         acc = cute.make_rmem_tensor(thr_mma.partition_C(gD).shape[:3], cutlass.Float32)
         k_blocks = cute.size(tCrA, mode=[2])
 
-        # Epilogue plumbing: registers -> shared (stmatrix) -> global (TMA store).
-        epi_bar = pipeline.NamedBarrier(barrier_id=EPI_BARRIER_ID, num_threads=NUM_THREADS)
-        r2s = cute.make_tiled_copy_S(
-            sm90_utils.get_smem_store_op(LayoutEnum.ROW_MAJOR, self.dtype, cutlass.Float32),
-            cute.make_tiled_copy_C_atom(
-                cute.make_copy_atom(warp.StMatrix8x8x16bOp(False, 4), self.dtype), tiled_mma
-            ),
-        )
-        thr_r2s = r2s.get_slice(tidx)
-        tRS_sD = thr_r2s.partition_D(sD)
-        tRS_acc = r2s.retile(acc)
-        rD_shape = cute.shape(thr_r2s.partition_S(sD))[:3]
-        tRS_rAcc = cute.make_rmem_tensor(rD_shape, cutlass.Float32)
-        tRS_rD = cute.make_rmem_tensor(rD_shape, self.dtype)
-        epi_len = cute.size(tRS_rAcc)
-        store_pipe = pipeline.PipelineTmaStore.create(
-            num_stages=EPI_STAGES,
-            producer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, NUM_THREADS),
-        )
+        # Epilogue: registers -> shared (stmatrix) -> global (TMA store); ``_epilogue.py``.
+        epi = TmaStoreEpilogue(EPILOGUE, tiled_mma, tidx, sD, tma_d, mD, self.dtype)
+        tRS_acc = epi.retile(acc)
 
         tile_m, tile_n, _ = cute.arch.block_idx()
-        epi_count = cutlass.Int32(0)  # epilogue sub-tiles stored so far (buffer rotation)
         done = cutlass.Int32(0)  # k-tiles loaded before this tile: none, one tile per CTA
         # Mainloop: warp 0 loads k-tile kt, everyone waits for it, runs the wgmmas, retires
         # them and syncs so that the next load may overwrite the stage.
@@ -254,54 +234,15 @@ class Gemm:
         done += k_tiles
 
         if cutlass.const_expr(self.tma_store):
-            # D tile in EPI_TILE sub-tiles: the warpgroup writes a sub-tile to shared
-            # memory, one warp issues the TMA store.
-            gD_tile = cute.zipped_divide(gD[(None, None, tile_m, tile_n)], EPI_TILE)
-            bSG_sD, bSG_gD = cpasync.tma_partition(
-                tma_d, 0, cute.make_layout(1), cute.group_modes(sD, 0, 2), gD_tile
-            )
-            epi_n = cute.size(gD_tile, mode=[1])
-            epi_grid = cute.make_layout(gD_tile.shape[1], stride=(gD_tile.shape[1][1], 1))
-            for e in cutlass.range_constexpr(epi_n):
-                for v in cutlass.range_constexpr(epi_len):
-                    tRS_rAcc[v] = tRS_acc[e * epi_len + v]
-                tRS_rD.store(tRS_rAcc.load().to(self.dtype))
-                buf = (epi_count + e) % EPI_STAGES
-                cute.copy(r2s, tRS_rD, tRS_sD[(None, None, None, buf)])
-                # stmatrix writes are generic-proxy; the TMA store reads through the
-                # async proxy: fence, then let every thread reach the barrier.
-                cute.arch.fence_proxy("async.shared", space="cta")
-                epi_bar.arrive_and_wait()
-                if warp_idx == 0:
-                    cute.copy(
-                        tma_d, bSG_sD[(None, buf)], bSG_gD[(None, epi_grid.get_hier_coord(e))]
-                    )
-                    # Keep at most EPI_STAGES - 1 stores reading shared memory, so the
-                    # buffer written next is no longer being read.
-                    store_pipe.producer_commit()
-                    store_pipe.producer_acquire()
-                epi_bar.arrive_and_wait()
-            epi_count += epi_n
+            epi.store(tRS_acc, tile_m, tile_n, warp_idx)
         else:
             # Rows of D not 16-byte aligned (N % 8 != 0): no TMA store; each thread
             # writes its accumulator elements directly, predicated on the matrix edge.
-            cD = cute.local_tile(
-                cute.make_identity_tensor(mD.shape), (BLOCK_M, BLOCK_N), (tile_m, tile_n)
-            )
-            tCgD = thr_mma.partition_C(gD[(None, None, tile_m, tile_n)])
-            tCcD = thr_mma.partition_C(cD)
-            for i in cutlass.range_constexpr(cute.size(acc)):
-                if cute.elem_less(tCcD[i], mD.shape):
-                    tCgD[i] = acc[i].to(self.dtype)
+            store_direct(thr_mma, acc, mD, EPILOGUE.tile_mn, tile_m, tile_n, self.dtype)
 
         if cutlass.const_expr(self.tma_store):
             # Drain outstanding TMA stores before the CTA (and its shared memory) goes away.
-            store_pipe.producer_tail()
-
-
-def _variant(problem: Problem) -> bool:
-    """TMA-store epilogue when D's rows are 16-byte aligned."""
-    return problem.n % 8 == 0
+            epi.drain()
 
 
 KERNEL = CuteDslKernel(
@@ -313,5 +254,5 @@ KERNEL = CuteDslKernel(
         "128x128x64, 6 stages, TMA-store epilogue"
     ),
     make_gemm=lambda num_sms, tma_store: Gemm(num_sms, tma_store),
-    variant_of=_variant,
+    variant_of=tma_store_variant,
 )

@@ -56,12 +56,19 @@ import cutlass.cute as cute
 import cutlass.pipeline as pipeline
 import cutlass.utils as utils
 import cutlass.utils.hopper_helpers as sm90_utils
-from cutlass.cute.nvgpu import cpasync, warp, warpgroup
+from cutlass.cute.nvgpu import cpasync, warpgroup
 from cutlass.memory import SmemAllocator
 from cutlass.tensor_utils import LayoutEnum
 
-from backends.cutedsl._host import CuteDslKernel
-from harness.protocol import Problem, Rung
+from backends.cutedsl._host import CuteDslKernel, tma_store_variant
+from backends.cutedsl._operands import operand_tensors
+from backends.cutedsl.sm90._epilogue import (
+    EpilogueConfig,
+    TmaStoreEpilogue,
+    store_direct,
+    tma_store_atom,
+)
+from harness.protocol import Rung
 
 # -- constants -------------------------------------------------------------------------------
 BLOCK_M, BLOCK_N, BLOCK_K = 128, 256, 64  # CTA tile; the cluster tile is 256 x 256
@@ -75,7 +82,10 @@ CONSUMER_REGS = 232  # setmaxnreg.inc for the consumer warpgroups
 L2_GROUP = 8  # scheduler swizzle: clusters per L2 group along M
 THREADS_PER_WG = 128
 NUM_THREADS = (1 + NUM_CONSUMERS) * THREADS_PER_WG
-EPI_BARRIER_ID = 1  # named barrier 0 is __syncthreads
+# Epilogue plan (``_epilogue.py``): the consumer warpgroups stage EPI_TILE
+# sub-tiles; their first warp issues each TMA store; named barrier 1 (0 is __syncthreads).
+EPI_THREADS, EPI_STORE_WARP = NUM_CONSUMERS * THREADS_PER_WG, THREADS_PER_WG // 32
+EPILOGUE = EpilogueConfig((BLOCK_M, BLOCK_N), EPI_TILE, EPI_STAGES, EPI_THREADS, EPI_STORE_WARP)
 
 
 class Gemm:
@@ -110,12 +120,8 @@ class Gemm:
         stream: cuda.CUstream,
     ):
         self.dtype = a_ptr.dtype
-        # Row-major operands; the unit stride is static, the row pitch a multiple of 8 elements.
-        k = cute.assume(k, divby=8)
-        ld_d = cute.assume(n, divby=8) if cutlass.const_expr(self.tma_store) else n
-        mA = cute.make_tensor(a_ptr, cute.make_layout((m, k), stride=(k, 1)))
-        mB = cute.make_tensor(b_ptr, cute.make_layout((n, k), stride=(k, 1)))
-        mD = cute.make_tensor(d_ptr, cute.make_layout((m, n), stride=(ld_d, 1)))
+        # Row-major A, B, D over the raw pointers (``_operands.py``).
+        mA, mB, mD = operand_tensors(a_ptr, b_ptr, d_ptr, m, n, k, self.tma_store)
 
         # MMA: NUM_CONSUMERS warpgroups stacked along M, each m64n256k16 over a 64 x 256 slice.
         tiled_mma = sm90_utils.make_trivial_tiled_mma(
@@ -158,14 +164,7 @@ class Gemm:
             num_multicast=CLUSTER_M,
         )
         # TMA store of D (clips at the matrix edge), or the plain tensor for direct stores.
-        tma_d, gD_out = mD, mD
-        if cutlass.const_expr(self.tma_store):
-            tma_d, gD_out = cpasync.make_tiled_tma_atom(
-                cpasync.CopyBulkTensorTileS2GOp(),
-                mD,
-                cute.slice_(sD_layout, (None, None, 0)),
-                EPI_TILE,
-            )
+        tma_d, gD_out = tma_store_atom(mD, sD_layout, EPI_TILE, self.tma_store)
 
         # Persistent grid over cluster tiles (ragged edges round up; TMA zero-fills/clips).
         tiles_mnl = (cute.ceil_div(m, BLOCK_M), cute.ceil_div(n, BLOCK_N), 1)
@@ -319,25 +318,8 @@ class Gemm:
             acc = cute.make_rmem_tensor(thr_mma.partition_C(gD).shape[:3], cutlass.Float32)
             k_blocks = cute.size(tCrA, mode=[2])
 
-            # Epilogue plumbing: registers -> shared (stmatrix) -> global (TMA store).
-            epi_bar = pipeline.NamedBarrier(
-                barrier_id=EPI_BARRIER_ID, num_threads=NUM_CONSUMERS * THREADS_PER_WG
-            )
-            r2s = cute.make_tiled_copy_S(
-                sm90_utils.get_smem_store_op(LayoutEnum.ROW_MAJOR, self.dtype, cutlass.Float32),
-                cute.make_tiled_copy_C_atom(
-                    cute.make_copy_atom(warp.StMatrix8x8x16bOp(False, 4), self.dtype), tiled_mma
-                ),
-            )
-            thr_r2s = r2s.get_slice(consumer_tidx)
-            tRS_sD = thr_r2s.partition_D(sD)
-            tRS_rD = cute.make_rmem_tensor(cute.shape(thr_r2s.partition_S(sD))[:3], self.dtype)
-            store_pipe = pipeline.PipelineTmaStore.create(
-                num_stages=EPI_STAGES,
-                producer_group=pipeline.CooperativeGroup(
-                    pipeline.Agent.Thread, NUM_CONSUMERS * THREADS_PER_WG
-                ),
-            )
+            # Epilogue: registers -> shared (stmatrix) -> global (TMA store); ``_epilogue.py``.
+            epi = TmaStoreEpilogue(EPILOGUE, tiled_mma, consumer_tidx, sD, tma_d, mD, self.dtype)
 
             sched = utils.StaticPersistentTileScheduler.create(
                 sched_params, cute.arch.block_idx(), cute.arch.grid_dim()
@@ -349,7 +331,7 @@ class Gemm:
             # a thread), until the next tile's first k-tile of MMAs is issued: its epilogue then
             # runs while the tensor cores work (see "Epilogue overlap" in the docstring).
             rD_tile = cute.make_rmem_tensor(acc.shape, self.dtype)
-            tRS_rD_tile = r2s.retile(rD_tile)
+            tRS_rD_tile = epi.retile(rD_tile)
             prev_m = cutlass.Int32(0)
             prev_n = cutlass.Int32(0)
             tiles_done = cutlass.Int32(0)
@@ -368,20 +350,7 @@ class Gemm:
                 read.advance()
                 if cutlass.const_expr(self.tma_store and self.overlap):
                     if tiles_done > 0:
-                        self.store_tile(
-                            tRS_rD_tile,
-                            tRS_sD,
-                            r2s,
-                            tRS_rD,
-                            sD,
-                            tma_d,
-                            mD,
-                            prev_m,
-                            prev_n,
-                            epi_bar,
-                            store_pipe,
-                            warp_idx,
-                        )
+                        epi.store(tRS_rD_tile, prev_m, prev_n, warp_idx)
                 # Other k-tiles: keep one wgmma batch in flight; release a stage only after the
                 # batch that read it retired (wait_group(1) after issuing the next one).
                 for _kt in range(1, k_tiles):
@@ -403,32 +372,11 @@ class Gemm:
                     rD_tile.store(acc.load().to(self.dtype))
                     prev_m, prev_n = tile_m, tile_n
                     if cutlass.const_expr(not self.overlap):
-                        self.store_tile(
-                            tRS_rD_tile,
-                            tRS_sD,
-                            r2s,
-                            tRS_rD,
-                            sD,
-                            tma_d,
-                            mD,
-                            prev_m,
-                            prev_n,
-                            epi_bar,
-                            store_pipe,
-                            warp_idx,
-                        )
+                        epi.store(tRS_rD_tile, prev_m, prev_n, warp_idx)
                 else:
                     # Rows of D not 16-byte aligned (N % 8 != 0): no TMA store; each thread
                     # writes its accumulator elements directly, predicated on the matrix edge.
-                    gD_tile = gD[(None, None, tile_m, tile_n)]
-                    cD = cute.local_tile(
-                        cute.make_identity_tensor(mD.shape), (BLOCK_M, BLOCK_N), (tile_m, tile_n)
-                    )
-                    tCgD = thr_mma.partition_C(gD_tile)
-                    tCcD = thr_mma.partition_C(cD)
-                    for i in cutlass.range_constexpr(cute.size(acc)):
-                        if cute.elem_less(tCcD[i], mD.shape):
-                            tCgD[i] = acc[i].to(self.dtype)
+                    store_direct(thr_mma, acc, mD, EPILOGUE.tile_mn, tile_m, tile_n, self.dtype)
 
                 tiles_done += 1
                 sched.advance_to_next_work()
@@ -438,72 +386,9 @@ class Gemm:
                 if cutlass.const_expr(self.overlap):
                     # The last tile has no successor to hide behind.
                     if tiles_done > 0:
-                        self.store_tile(
-                            tRS_rD_tile,
-                            tRS_sD,
-                            r2s,
-                            tRS_rD,
-                            sD,
-                            tma_d,
-                            mD,
-                            prev_m,
-                            prev_n,
-                            epi_bar,
-                            store_pipe,
-                            warp_idx,
-                        )
+                        epi.store(tRS_rD_tile, prev_m, prev_n, warp_idx)
                 # Drain outstanding TMA stores before the CTA (and its shared memory) goes away.
-                store_pipe.producer_tail()
-
-    # -- epilogue: one finished tile, registers -> shared (stmatrix) -> global (TMA store) ----
-    @cute.jit
-    def store_tile(
-        self,
-        tRS_rD_tile: cute.Tensor,
-        tRS_sD: cute.Tensor,
-        r2s: cute.TiledCopy,
-        tRS_rD: cute.Tensor,
-        sD: cute.Tensor,
-        tma_d: cute.CopyAtom,
-        mD: cute.Tensor,
-        tile_m: cutlass.Int32,
-        tile_n: cutlass.Int32,
-        epi_bar: pipeline.NamedBarrier,
-        store_pipe: pipeline.PipelineTmaStore,
-        warp_idx: cutlass.Int32,
-    ):
-        """The tile in EPI_TILE sub-tiles: both consumer warpgroups write their rows of a
-        sub-tile to shared memory, then one warp issues its TMA store."""
-        gD = cute.local_tile(mD, (BLOCK_M, BLOCK_N), (tile_m, tile_n))
-        gD_epi = cute.zipped_divide(gD, EPI_TILE)
-        bSG_sD, bSG_gD = cpasync.tma_partition(
-            tma_d, 0, cute.make_layout(1), cute.group_modes(sD, 0, 2), gD_epi
-        )
-        epi_n = cute.size(gD_epi, mode=[1])
-        epi_grid = cute.make_layout(gD_epi.shape[1], stride=(gD_epi.shape[1][1], 1))
-        epi_len = cute.size(tRS_rD)
-        for e in cutlass.range_constexpr(epi_n):
-            for v in cutlass.range_constexpr(epi_len):
-                tRS_rD[v] = tRS_rD_tile[e * epi_len + v]
-            # epi_n is a multiple of EPI_STAGES, so every tile starts at buffer 0.
-            buf = e % EPI_STAGES
-            cute.copy(r2s, tRS_rD, tRS_sD[(None, None, None, buf)])
-            # stmatrix writes are generic-proxy; the TMA store reads through the async proxy:
-            # fence, then let every consumer thread reach the barrier.
-            cute.arch.fence_proxy("async.shared", space="cta")
-            epi_bar.arrive_and_wait()
-            if warp_idx == THREADS_PER_WG // 32:
-                cute.copy(tma_d, bSG_sD[(None, buf)], bSG_gD[(None, epi_grid.get_hier_coord(e))])
-                # Keep at most EPI_STAGES - 1 stores reading shared memory, so the buffer
-                # written next is no longer being read.
-                store_pipe.producer_commit()
-                store_pipe.producer_acquire()
-            epi_bar.arrive_and_wait()
-
-
-def _variant(problem: Problem) -> bool:
-    """TMA-store epilogue when D's rows are 16-byte aligned."""
-    return problem.n % 8 == 0
+                epi.drain()
 
 
 KERNEL = CuteDslKernel(
@@ -515,5 +400,5 @@ KERNEL = CuteDslKernel(
         "128x256x64, 4 stages, TMA-store epilogue under the next tile's first MMAs"
     ),
     make_gemm=lambda num_sms, tma_store: Gemm(num_sms, tma_store),
-    variant_of=_variant,
+    variant_of=tma_store_variant,
 )
