@@ -71,6 +71,12 @@ def _selected(session: nox.Session, backend: str) -> bool:
     return not wanted or backend in wanted
 
 
+def _codegen(session: nox.Session, backend: str) -> None:
+    """Compile a backend's kernels without a GPU into reports/results/codegen-<backend>.json."""
+    out = f"reports/results/codegen-{backend}.json"
+    session.run(_python(session), "-m", "harness", "codegen", "--backend", backend, "--out", out)
+
+
 def _backend_args(session: nox.Session, backend: str) -> list[str]:
     args = list(session.posargs)
     if "--backend" not in args:
@@ -121,16 +127,7 @@ def bench(session: nox.Session, backend: str) -> None:
             "compile-only comparison and re-rendering the committed results instead."
         )
         if backend != "cublas":  # the reference library has no code of ours to compile
-            session.run(
-                _python(session),
-                "-m",
-                "harness",
-                "codegen",
-                "--backend",
-                backend,
-                "--out",
-                f"reports/results/codegen-{backend}.json",
-            )
+            _codegen(session, backend)
         session.run(_python(session), "-m", "harness", "report")
         return
     args = _backend_args(session, backend)
@@ -155,16 +152,7 @@ def codegen(session: nox.Session, backend: str) -> None:
         session.skip(f"not selected (--backend {backend} not given)")
     if not _provisioned(session):
         session.install("-e", f".[{BACKENDS[backend][1]}]")
-    session.run(
-        _python(session),
-        "-m",
-        "harness",
-        "codegen",
-        "--backend",
-        backend,
-        "--out",
-        f"reports/results/codegen-{backend}.json",
-    )
+    _codegen(session, backend)
 
 
 @nox.session(python="3.11", default=False)

@@ -190,14 +190,18 @@ def main() -> int:
 
         from backends.cutedsl.sm90 import r7_multi_consumer as r7
 
-        keys = {"l2": "l2_group", "raster": "raster_m", "overlap": "overlap"}
+        # option key -> (Gemm keyword, value parser)
+        knob = {
+            "l2": ("l2_group", int),
+            "raster": ("raster_m", lambda v: v == "m"),
+            "overlap": ("overlap", lambda v: v == "1"),
+        }
         for v in args.r7_variants.split(","):
             knobs = {}
             for kv in v.split("+"):
                 key, val = kv.split("=")
-                knobs[keys[key]] = val == "m" if key == "raster" else int(val)
-            if "overlap" in knobs:
-                knobs["overlap"] = bool(knobs["overlap"])
+                name, parse = knob[key]
+                knobs[name] = parse(val)
             name = f"r7[{v}]"
             loaded[name] = dataclasses.replace(
                 r7.KERNEL,

@@ -85,25 +85,13 @@ def test_pins_are_checked_against_installed_versions() -> None:
     import importlib.metadata
 
     pytest_version = importlib.metadata.version("pytest")
-    ok = KernelSpec(
-        "x",
-        "y",
-        Rung.TILED,
-        "sm_90a",
-        "d",
-        module="m",
-        pins=(f"pytest=={pytest_version}", "pytest>=1.0"),
-    )
+
+    def pinned(*pins: str) -> KernelSpec:
+        return KernelSpec("x", "y", Rung.TILED, "sm_90a", "d", module="m", pins=pins)
+
+    ok = pinned(f"pytest=={pytest_version}", "pytest>=1.0")
     assert ok.missing_requirements() == []
-    old = KernelSpec(
-        "x",
-        "y",
-        Rung.TILED,
-        "sm_90a",
-        "d",
-        module="m",
-        pins=("pytest>=999", "surely-not-a-dist==1.0"),
-    )
+    old = pinned("pytest>=999", "surely-not-a-dist==1.0")
     assert old.missing_requirements() == [
         f"pytest>=999 (found {pytest_version})",
         "surely-not-a-dist==1.0",

@@ -123,8 +123,9 @@ class TmaStoreEpilogue:
         assert epi_n % self.epi_stages == 0, "sub-tiles per tile must fill whole buffer rounds"
         epi_grid = cute.make_layout(gD_epi.shape[1], stride=(gD_epi.shape[1][1], 1))
         converted = tRS_src.element_type == self.dtype  # already in D's type: plain copies
-        tRS_sub = cute.make_rmem_tensor(self.sub_shape, tRS_src.element_type)
-        sub_len = cute.size(tRS_sub)
+        sub_len = cute.size(self.tRS_rD)
+        if cutlass.const_expr(not converted):
+            tRS_sub = cute.make_rmem_tensor(self.sub_shape, tRS_src.element_type)
         for e in cutlass.range_constexpr(epi_n):
             if cutlass.const_expr(converted):
                 for v in cutlass.range_constexpr(sub_len):
