@@ -23,11 +23,22 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from harness.protocol import Problem
+from harness.gemm import Problem
 
-__all__ = ["CheckResult", "check_kernel", "compare", "tolerances", "validate_operands"]
+__all__ = [
+    "CheckResult",
+    "KernelFault",
+    "check_kernel",
+    "compare",
+    "tolerances",
+    "validate_operands",
+]
 
 _UNIT_ROUNDOFF = {"fp16": 2.0**-11, "bf16": 2.0**-8}
+
+
+class KernelFault(RuntimeError):
+    """The kernel's launch left a CUDA error (the context is unusable afterwards)."""
 
 
 def torch_dtype(dtype: str) -> Any:
@@ -141,10 +152,19 @@ def check_kernel(
         a, b = random_operands(problem, device, gen)
         out = torch.full((problem.m, problem.n), math.nan, device=device, dtype=a.dtype)
         validate_operands(problem, a, b, out, device)
-        launch(a, b, out)
         ref = torch.matmul(a, b.T)
         if device == "cuda":
             torch.cuda.synchronize()
+        launch(a, b, out)
+        if device == "cuda":
+            # Synchronize right after the kernel: a fault (an out-of-bounds write, an illegal
+            # instruction) surfaces here as the kernel's own error, not as the next library
+            # call's (cuBLAS would report CUBLAS_STATUS_INTERNAL_ERROR on a poisoned context).
+            try:
+                torch.cuda.synchronize()
+            except RuntimeError as e:
+                first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+                raise KernelFault(f"the kernel faulted on the GPU: {first}") from None
         results.append(compare(problem, out, ref))
         del a, b, out, ref
     return CheckResult(

@@ -1,4 +1,9 @@
-"""``python -m harness bench|codegen|report|list``."""
+"""``python -m harness list|bench|codegen|tune-table``.
+
+Results go to an ignored run folder (``runs/``) unless ``--out`` says otherwise; the curated,
+committed results under ``reports/results/`` change only through ``python -m reports promote``.
+Reports are rendered by ``python -m reports``.
+"""
 
 from __future__ import annotations
 
@@ -8,14 +13,19 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
+from harness.gemm import DTYPES
 from harness.problems import SUITES, expand
-from harness.protocol import ARCH_CAPABILITY, DTYPES, KernelSpec, Problem, Rung
+from harness.protocol import ARCH_CAPABILITY, ARCHES, KernelSpec, Problem, Rung
 from harness.registry import Registry, discover
 
-DEFAULT_RESULTS_DIR = Path("reports/results")
-DEFAULT_REPORT_DIR = Path("reports/latest")
+#: Where runs land by default: ignored by git, promoted into reports/results on purpose.
+DEFAULT_RUN_DIR = Path("runs")
+
+
+class UsageError(ValueError):
+    """A command-line mistake: reported as one line, exit status 2."""
 
 
 def _stamp() -> str:
@@ -24,6 +34,10 @@ def _stamp() -> str:
 
 def _print(msg: str) -> None:
     print(msg, flush=True)
+
+
+def _warn(msg: str) -> None:
+    print(f"warning: {msg}", file=sys.stderr, flush=True)
 
 
 def _gpu_capability() -> tuple[tuple[int, int] | None, str]:
@@ -54,29 +68,62 @@ def runnable_reason(spec: KernelSpec, cap: tuple[int, int] | None, gpu_why: str)
 
 
 def _select(reg: Registry, args: argparse.Namespace) -> list[KernelSpec]:
-    rungs = [Rung.parse(r) for r in args.rung] if args.rung else None
+    """The specs the selection flags name; UsageError naming the valid choices otherwise."""
+    try:
+        rungs = [Rung.parse(r) for r in args.rung] if args.rung else None
+    except ValueError as e:
+        raise UsageError(str(e)) from None
+    bad_arch = sorted(set(args.arch) - set(ARCHES))
+    if bad_arch:
+        raise UsageError(f"unknown arch {bad_arch[0]!r}; the arches are {', '.join(ARCHES)}")
+    unknown = sorted(set(args.backend) - set(reg.backends))
+    if unknown:
+        raise UsageError(
+            f"unknown backend {unknown[0]!r}; the backends here are {', '.join(reg.backends)}"
+        )
+    ids = [s.id for s in reg]
+    unknown = sorted(set(args.kernel) - set(ids))
+    if unknown:
+        raise UsageError(f"unknown kernel {unknown[0]!r}; list them with `python -m harness list`")
     specs = reg.select(
         backends=args.backend or None,
         rungs=rungs,
         arches=args.arch or None,
         kernels=args.kernel or None,
     )
+    if not specs:
+        raise UsageError("the selection matches no kernel; see `python -m harness list`")
     return specs
 
 
 def _report_discovery_errors(reg: Registry) -> None:
     for err in reg.errors:
-        print(f"warning: {err.source}: {err.error}", file=sys.stderr)
+        _warn(f"{err.source}: {err.error}")
+
+
+def _out_path(args: argparse.Namespace, kind: str) -> Path:
+    """The results file of this run: ``--out`` (a file, or a folder to put it in) or runs/."""
+    from harness.results import ResultsError, check_writable
+
+    out = Path(args.out) if args.out else DEFAULT_RUN_DIR
+    if out.suffix != ".json":
+        out = out / f"{kind}-{_stamp()}.json"
+    try:
+        check_writable(out)
+    except ResultsError as e:
+        raise UsageError(str(e)) from None
+    return out
 
 
 # ---------------------------------------------------------------------------------------- list
 def cmd_list(args: argparse.Namespace) -> int:
     reg = discover()
     _report_discovery_errors(reg)
+    specs = _select(reg, args)
     cap, why = _gpu_capability()
     _print(f"GPU: {why}")
     rows = [("kernel", "rung", "arch", "runs here", "description")]
-    for spec in _select(reg, args):
+    for spec in specs:
         reason = runnable_reason(spec, cap, why)
         rows.append(
             (
@@ -95,35 +142,49 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 # ---------------------------------------------------------------------------------------- bench
+def _check_configs(menus: dict[str, Any], requests: Sequence[str]) -> None:
+    """Every forced config must fit every selected kernel that declares a config space."""
+    from harness.runner import check_config_request
+
+    configurable = {k: m for k, m in menus.items() if isinstance(m, list)}
+    if not configurable:
+        raise UsageError("--config: none of the selected kernels declares configs")
+    for request in requests:
+        for kid, menu in configurable.items():
+            why = check_config_request(menu, request)
+            if why:
+                raise UsageError(f"--config for {kid}: {why}")
+
+
 def cmd_bench(args: argparse.Namespace) -> int:
     from harness.env import host_environment
-    from harness.results import ResultsWriter, Status
-    from harness.runner import Runner, RunSettings
+    from harness.records import Status
+    from harness.results import ResultsWriter, load, to_csv
+    from harness.runner import Runner, RunSettings, base_record
     from harness.timing import TimerSettings
 
     reg = discover()
     _report_discovery_errors(reg)
     try:
         problems = expand(args.suite, args.dtype)
-        specs = _select(reg, args)
     except ValueError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+        raise UsageError(str(e)) from None
+    specs = _select(reg, args)
+    if args.config and args.tune:
+        raise UsageError("--config and --tune exclude each other (--tune times every config)")
     if not args.no_reference and not any(s.rung == Rung.CUBLAS for s in specs):
         specs = [s for s in reg if s.rung == Rung.CUBLAS and args.device in s.devices] + specs
     specs = [s for s in specs if args.device in s.devices]
     if not specs:
-        print("error: no kernels selected for this device", file=sys.stderr)
-        return 2
+        raise UsageError(f"no selected kernel runs on --device {args.device}")
+    out = _out_path(args, "bench")
     if args.device == "cuda":
         cap, why = _gpu_capability()
         if cap is None:
-            print(
-                f"error: bench needs a CUDA GPU ({why}). Without one, run "
-                "`python -m harness codegen` (compile-only) or `python -m harness report`.",
-                file=sys.stderr,
+            raise UsageError(
+                f"bench needs a CUDA GPU ({why}). Without one, run "
+                "`python -m harness codegen` (compile-only) or `python -m reports`."
             )
-            return 2
     timer = TimerSettings(
         warmup_s=args.warmup,
         min_samples=args.min_samples,
@@ -136,18 +197,19 @@ def cmd_bench(args: argparse.Namespace) -> int:
         checks=args.checks,
         measure=not args.check_only,
         timer=timer,
+        configs=tuple(args.config),
+        tune=args.tune,
     )
-    out = Path(args.out) if args.out else DEFAULT_RESULTS_DIR / f"bench-{_stamp()}.json"
-    if out.suffix != ".json":
-        out = out / f"bench-{_stamp()}.json"
     env: dict[str, Any] = {
-        **host_environment(),
+        **host_environment(specs),
         "timer": timer.as_dict(),
         "run": {
             "timeout_s": args.timeout,
             "checks": args.checks,
             "suites": args.suite,
             "dtypes": args.dtype,
+            "configs": list(args.config),
+            "tune": args.tune,
         },
     }
     counts: dict[str, int] = {}
@@ -155,9 +217,12 @@ def cmd_bench(args: argparse.Namespace) -> int:
     missing = {s.id: s.missing_requirements() for s in specs}
     runnable = [s for s in specs if not missing[s.id]]
     with Runner(runnable, settings, log=_print) as runner:
+        if args.config or args.tune:
+            _check_configs(runner.menus(), args.config)
         _print(
             f"bench: {len(runnable)} kernel(s) x {len(problems)} problem(s) on {args.device}"
-            f" -> {out}"
+            + (" (tuning every config)" if args.tune else "")
+            + f" -> {out}"
         )
         env.update(runner.device_info())
         writer = ResultsWriter(out, "bench", env)
@@ -167,16 +232,14 @@ def cmd_bench(args: argparse.Namespace) -> int:
         )
         for spec in specs:
             if missing[spec.id]:
+                why = f"not installed: {', '.join(missing[spec.id])}"
                 for p in problems:
-                    rec = _unsupported_record(
-                        spec, p, f"not installed: {', '.join(missing[spec.id])}"
-                    )
-                    writer.add(rec)
-                    counts[rec["status"]] = counts.get(rec["status"], 0) + 1
-                _print(f"    {spec.id:<40} skipped: not installed ({', '.join(missing[spec.id])})")
+                    writer.add(base_record(spec, p, status=Status.UNSUPPORTED, reason=why))
+                    counts["unsupported"] = counts.get("unsupported", 0) + 1
+                _print(f"    {spec.id:<48} skipped: {why}")
         for rec in runner.run(problems):
             writer.add(rec)
-            counts[rec["status"]] = counts.get(rec["status"], 0) + 1
+            counts[rec.status.value] = counts.get(rec.status.value, 0) + 1
         writer.finish(elapsed_s=time.perf_counter() - t0)
     _print(
         f"done in {time.perf_counter() - t0:.0f} s: "
@@ -184,92 +247,106 @@ def cmd_bench(args: argparse.Namespace) -> int:
         + f"; wrote {out}"
     )
     if args.csv:
-        from harness.results import load, to_csv
-
         Path(args.csv).write_text(to_csv([load(out)]))
         _print(f"wrote {args.csv}")
-    bad = (
-        counts.get(Status.WRONG.value, 0)
-        + counts.get(Status.ERROR.value, 0)
-        + counts.get(Status.TIMEOUT.value, 0)
-    )
+    bad = sum(v for k, v in counts.items() if Status(k).failed)
     return 1 if (bad and args.strict) else 0
-
-
-def _unsupported_record(spec: KernelSpec, problem: Problem, reason: str) -> dict[str, Any]:
-    from harness.runner import base_record
-
-    return base_record(spec, problem) | {"status": "unsupported", "reason": reason}
 
 
 # -------------------------------------------------------------------------------------- codegen
 def cmd_codegen(args: argparse.Namespace) -> int:
     from harness.codegen import codegen_records
     from harness.env import host_environment
+    from harness.records import Status
     from harness.results import ResultsWriter
 
     reg = discover()
     _report_discovery_errors(reg)
+    specs = [s for s in _select(reg, args) if s.rung != Rung.CUBLAS]
     try:
-        specs = _select(reg, args)
         problem = Problem.parse(args.problem)
+        expand([problem.key])  # the same validation as bench's problems
     except ValueError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    out = Path(args.out) if args.out else DEFAULT_RESULTS_DIR / f"codegen-{_stamp()}.json"
-    writer = ResultsWriter(out, "codegen", {**host_environment(), "problem": problem.key})
+        raise UsageError(str(e)) from None
+    if not specs:
+        raise UsageError("codegen: the selection holds only the cuBLAS reference (no PTX)")
+    out = _out_path(args, "codegen")
+    env = {**host_environment(specs), "problem": problem.key, "config": args.config}
+    writer = ResultsWriter(out, "codegen", env)
     _print(f"codegen: {len(specs)} kernel(s) for {problem.key} -> {out}")
-    n_ok = 0
+    counts: dict[str, int] = {}
     for rec in codegen_records(
         specs,
         problem,
         timeout_s=args.timeout,
         log=_print,
         ptx_dir=Path(args.ptx_dir) if args.ptx_dir else None,
+        config=args.config,
     ):
         writer.add(rec)
-        n_ok += rec["status"] == "ok"
+        counts[rec.status.value] = counts.get(rec.status.value, 0) + 1
     writer.finish()
-    _print(f"done: {n_ok} compiled; wrote {out}")
-    return 0
-
-
-# --------------------------------------------------------------------------------------- report
-def cmd_report(args: argparse.Namespace) -> int:
-    from harness.results import ResultsError
-    from reports.render import render_report
-
-    try:
-        import matplotlib  # noqa: F401
-    except ImportError:
-        print("error: reports need matplotlib: pip install -e '.[report]'", file=sys.stderr)
-        return 2
-    try:
-        written = render_report(
-            args.results,
-            Path(args.out),
-            chain_problem=args.chain_problem,
-            readme=Path(args.readme) if args.readme else None,
+    summary = ", ".join(f"{v} {k}" for k, v in sorted(counts.items()))
+    _print(f"done: {summary}; wrote {out}")
+    if not counts.get(Status.OK.value):
+        print(
+            "error: no kernel compiled (are the DSLs installed? `python -m harness list` says)",
+            file=sys.stderr,
         )
-    except ResultsError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    for p in written:
-        _print(f"wrote {p}")
+        return 1
+    return 1 if any(Status(k).failed for k in counts) else 0
+
+
+# ----------------------------------------------------------------------------------- tune-table
+def cmd_tune_table(args: argparse.Namespace) -> int:
+    from harness.results import load_many
+    from harness.tune import choose, write_tables
+
+    try:
+        docs = load_many(args.results, warn=_warn)
+    except ValueError as e:
+        raise UsageError(str(e)) from None
+    choices = choose(docs, margin=args.margin / 100.0)
+    if not choices:
+        raise UsageError(
+            "no problem with two or more timed configs in these files (run `bench --tune`)"
+        )
+    for c in choices:
+        gain = c.gain
+        why = (
+            "fastest"
+            if c.chosen is c.fastest and c.selected is not c.fastest
+            else "already selected"
+            if c.chosen is c.selected
+            else "kept (within margin)"
+        )
+        _print(
+            f"{c.kernel:<40} {c.problem.key:<22} {c.chosen.config:<36} "
+            f"{c.configs:>2} configs  {why}"
+            + (f", {100 * gain:+.1f}% vs selected" if gain is not None else "")
+        )
+    if args.dry_run:
+        return 0
+    for path in write_tables(choices, discover(), log=_warn):
+        _print(f"wrote {path}")
     return 0
 
 
 # ------------------------------------------------------------------------------------------ main
+class _Parser(argparse.ArgumentParser):
+    """Errors as one line naming the problem (argparse's default adds a usage block)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"error: {message} (see `{self.prog} --help`)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="python -m harness", description=__doc__)
-    sub = ap.add_subparsers(dest="command", required=True)
+    ap = _Parser(prog="python -m harness", description=__doc__)
+    sub = ap.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     def selection(p: argparse.ArgumentParser) -> None:
         p.add_argument(
-            "--backend",
-            action="append",
-            default=[],
-            help="backend to include (repeatable; default: all)",
+            "--backend", action="append", default=[], help="backend (repeatable; default: all)"
         )
         p.add_argument(
             "--rung",
@@ -277,7 +354,7 @@ def build_parser() -> argparse.ArgumentParser:
             default=[],
             help="rung number or name (repeatable), e.g. 7 or multi_consumer",
         )
-        p.add_argument("--arch", action="append", default=[], help="sm_90a or sm_100a")
+        p.add_argument("--arch", action="append", default=[], help=" or ".join(ARCHES))
         p.add_argument(
             "--kernel",
             action="append",
@@ -304,7 +381,19 @@ def build_parser() -> argparse.ArgumentParser:
         choices=DTYPES,
         help="fp16 and/or bf16 (repeatable; default fp16)",
     )
-    p.add_argument("--out", help="results JSON path or folder (default reports/results/)")
+    p.add_argument(
+        "--config",
+        action="append",
+        default=[],
+        help="force a config on kernels that declare configs: a name or k=v overrides of "
+        "their own choice, e.g. epilogue=serial (repeatable: each is run)",
+    )
+    p.add_argument(
+        "--tune",
+        action="store_true",
+        help="time every config valid for each problem (kernels with a config space)",
+    )
+    p.add_argument("--out", help=f"results JSON path or folder (default {DEFAULT_RUN_DIR}/)")
     p.add_argument("--csv", help="also write the records as CSV here")
     p.add_argument(
         "--timeout",
@@ -316,7 +405,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--device",
         default="cuda",
         choices=("cuda", "cpu"),
-        help="cpu only runs test kernels that declare it",
+        help="cpu runs only kernels that declare devices=('cpu',)",
     )
     p.add_argument("--warmup", type=float, default=1.0, help="warm-up seconds per kernel")
     p.add_argument("--min-samples", type=int, default=100)
@@ -333,30 +422,24 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("codegen", help="compile every kernel without a GPU and tabulate it")
     selection(p)
     p.add_argument("--problem", default="4096x4096x4096-fp16")
-    p.add_argument("--out", help="codegen JSON path (default reports/results/codegen-*.json)")
+    p.add_argument("--config", help="force a config on kernels that declare configs")
+    p.add_argument("--out", help=f"codegen JSON path or folder (default {DEFAULT_RUN_DIR}/)")
     p.add_argument("--ptx-dir", help="also write each kernel's PTX here")
     p.add_argument("--timeout", type=float, default=600.0)
     p.set_defaults(fn=cmd_codegen)
 
-    p = sub.add_parser("report", help="render plots and a markdown report from result files")
-    p.add_argument(
-        "results",
-        nargs="*",
-        default=[str(DEFAULT_RESULTS_DIR)],
-        help="result JSON files or folders (default reports/results)",
+    p = sub.add_parser(
+        "tune-table", help="write the winners of `bench --tune` runs into the tuned tables"
     )
-    p.add_argument("--out", default=str(DEFAULT_REPORT_DIR), help="output folder")
+    p.add_argument("results", nargs="+", help="bench result files or folders of a --tune run")
     p.add_argument(
-        "--chain-problem",
-        default=None,
-        help="problem for the speedup-chain panels (default 4096x4096x4096-fp16 or the"
-        " largest square measured)",
+        "--margin",
+        type=float,
+        default=1.0,
+        help="%% a config must beat the kernel's own choice by to replace it (default 1)",
     )
-    p.add_argument(
-        "--readme",
-        help="also refresh the results table between the markers of this README (e.g. README.md)",
-    )
-    p.set_defaults(fn=cmd_report)
+    p.add_argument("--dry-run", action="store_true", help="print the choices, write nothing")
+    p.set_defaults(fn=cmd_tune_table)
     return ap
 
 
@@ -366,4 +449,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.suite = ["smoke"]
     if getattr(args, "dtype", "x") is None:
         args.dtype = ["fp16"]
-    return int(args.fn(args))
+    try:
+        return int(args.fn(args))
+    except UsageError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2

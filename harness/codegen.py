@@ -14,12 +14,12 @@ import shutil
 import subprocess
 import tempfile
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 from harness.isolate import Worker, WorkerDied
 from harness.protocol import Artifacts, KernelSpec, Problem, Rung
-from harness.results import Status, kernel_fields
+from harness.records import CodegenRecord, Status
 
 __all__ = ["PTX_FEATURES", "codegen_records", "count_loc", "ptx_features", "ptxas_resources"]
 
@@ -46,15 +46,10 @@ def ptx_features(ptx: str) -> list[str]:
 
 
 def find_ptxas() -> str | None:
-    """``$PTXAS``, ptxas on PATH, the CUDA toolkit's, or the one Triton ships."""
+    """``$PTXAS``, ptxas on PATH, or the CUDA toolkit's (None if there is none)."""
     for cand in (os.environ.get("PTXAS"), shutil.which("ptxas"), "/usr/local/cuda/bin/ptxas"):
         if cand and Path(cand).is_file():
             return cand
-    spec = importlib.util.find_spec("triton")
-    if spec and spec.origin:
-        bundled = Path(spec.origin).parent / "backends" / "nvidia" / "bin" / "ptxas"
-        if bundled.is_file():
-            return str(bundled)
     return None
 
 
@@ -127,91 +122,77 @@ def count_loc(module: str) -> int | None:
     return n
 
 
-def _record(spec: KernelSpec, arch: str) -> dict[str, Any]:
-    return {
-        **kernel_fields(spec),
-        "arch": arch,
-        "status": Status.ERROR.value,
-        "reason": None,
-        "registers": None,
-        "spill_bytes": None,
-        "shared_bytes": None,
-        "compile_seconds": None,
-        "lines_of_code": count_loc(spec.module),
-        "features": [],
-        "raw_ptx": [],
-        "notes": [],
-        "ptx_bytes": None,
-    }
-
-
 def codegen_records(
     specs: Sequence[KernelSpec],
     problem: Problem,
     timeout_s: float = 600.0,
     log: Callable[[str], None] = lambda _m: None,
     ptx_dir: Path | None = None,
-) -> Iterator[dict[str, Any]]:
-    """One codegen record per kernel (the reference library has no PTX and is skipped)."""
+    config: str | None = None,
+) -> Iterator[CodegenRecord]:
+    """One codegen record per kernel (the reference library has no PTX and is skipped).
+
+    ``config`` forces a config on kernels that declare a config space (default: each kernel's
+    own choice for ``problem``, which without a GPU is its heuristic's).
+    """
     for spec in specs:
         if spec.rung == Rung.CUBLAS:
             continue
-        arch = spec.arch
-        rec = _record(spec, arch)
-        missing = spec.missing_requirements()
-        if missing:
-            rec.update(
-                status=Status.UNSUPPORTED.value, reason=f"not installed here: {', '.join(missing)}"
-            )
-            log(f"    {spec.id:<40} {rec['status']:<11} {rec['reason']}")
-            yield rec
-            continue
-        w = Worker(spec, device="cpu")
-        try:
-            reply = w.call({"op": "codegen", "problem": problem, "arch": arch}, timeout=timeout_s)
-        except TimeoutError as e:
-            rec.update(status=Status.TIMEOUT.value, reason=str(e))
-            reply = None
-        except WorkerDied as e:
-            rec.update(reason=str(e))
-            reply = None
-        finally:
-            w.stop()
-        if reply is not None and reply.get("status") == Status.ERROR.value:
-            rec.update(reason=reply.get("error"))
-        elif reply is not None:
-            art: Artifacts = reply["artifacts"]
-            rec.update(
-                status=Status.OK.value,
-                registers=art.registers,
-                spill_bytes=art.spill_bytes,
-                shared_bytes=art.shared_bytes,
-                compile_seconds=art.compile_seconds
-                if art.compile_seconds is not None
-                else reply["wall_s"],
-                raw_ptx=list(art.raw_ptx),
-                notes=list(art.notes),
-            )
-            if art.ptx:
-                rec["ptx_bytes"] = len(art.ptx)
-                rec["features"] = ptx_features(art.ptx)
-                if art.registers is None:
-                    res = ptxas_resources(art.ptx, arch)
-                    if res:
-                        if not res["shared_bytes"]:  # ptxas sees only static shared memory
-                            res["shared_bytes"] = None
-                            rec["notes"].append("shared memory is dynamic: not visible to ptxas")
-                        rec.update(res)
-                if ptx_dir is not None:
-                    ptx_dir.mkdir(parents=True, exist_ok=True)
-                    (ptx_dir / (spec.id.replace("/", "__") + ".ptx")).write_text(art.ptx)
-        regs = rec["registers"]
-        log(
-            f"    {spec.id:<40} {rec['status']:<11} "
-            + (
-                f"{regs} regs, {len(rec['features'])} features"
-                if rec["status"] == "ok"
-                else str(rec["reason"])
-            )
+        rec = _codegen_one(spec, problem, timeout_s, ptx_dir, config)
+        detail = (
+            f"{rec.registers} regs, {len(rec.features)} features"
+            if rec.status == Status.OK
+            else str(rec.reason)
         )
+        log(f"    {rec.label:<48} {rec.status.value:<11} {detail}")
         yield rec
+
+
+def _codegen_one(
+    spec: KernelSpec, problem: Problem, timeout_s: float, ptx_dir: Path | None, config: str | None
+) -> CodegenRecord:
+    arch = spec.arch
+    rec = CodegenRecord(**CodegenRecord.identity(spec), lines_of_code=count_loc(spec.module))
+    missing = spec.missing_requirements()
+    if missing:
+        return replace(
+            rec, status=Status.UNSUPPORTED, reason=f"not installed here: {', '.join(missing)}"
+        )
+    w = Worker(spec, device="cpu")
+    try:
+        cmd = {"op": "codegen", "problem": problem, "arch": arch, "config": config}
+        reply = w.call(cmd, timeout=timeout_s)
+    except TimeoutError as e:
+        return replace(rec, status=Status.TIMEOUT, reason=str(e))
+    except WorkerDied as e:
+        return replace(rec, reason=str(e))
+    finally:
+        w.stop()
+    if reply.get("status") == Status.ERROR.value:
+        return replace(rec, reason=reply.get("error"))
+    art: Artifacts = reply["artifacts"]
+    notes = list(art.notes)
+    rec = replace(
+        rec,
+        status=Status.OK,
+        config=reply.get("config"),
+        config_values=reply.get("config_values"),
+        registers=art.registers,
+        spill_bytes=art.spill_bytes,
+        shared_bytes=art.shared_bytes,
+        compile_seconds=art.compile_seconds if art.compile_seconds is not None else reply["wall_s"],
+        raw_ptx=tuple(art.raw_ptx),
+    )
+    if art.ptx:
+        rec = replace(rec, ptx_bytes=len(art.ptx), features=tuple(ptx_features(art.ptx)))
+        if art.registers is None:
+            res = ptxas_resources(art.ptx, arch)
+            if res:
+                if not res["shared_bytes"]:  # ptxas sees only static shared memory
+                    res["shared_bytes"] = None
+                    notes.append("shared memory is dynamic: not visible to ptxas")
+                rec = replace(rec, **res)
+        if ptx_dir is not None:
+            ptx_dir.mkdir(parents=True, exist_ok=True)
+            (ptx_dir / (spec.id.replace("/", "__") + ".ptx")).write_text(art.ptx)
+    return replace(rec, notes=tuple(notes))

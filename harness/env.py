@@ -8,28 +8,23 @@ import platform
 import socket
 import subprocess
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-#: Distributions whose versions every results document records (absent ones are null).
-TRACKED_DISTRIBUTIONS = (
-    "torch",
-    "triton",
-    "nvidia-cutlass-dsl",
-    "apache-tvm",
-    "apache-tvm-ffi",
-    "tilus",
-    "nvidia-ml-py",
-    "cuda-bindings",
-    "numpy",
-)
+from harness.protocol import KernelSpec
+
+#: Distributions the harness itself relies on (the reference and telemetry); each DSL's
+#: distributions come from its kernels' pins (:attr:`KernelSpec.distributions`).
+HARNESS_DISTRIBUTIONS = ("torch", "nvidia-ml-py", "numpy")
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
-def package_versions() -> dict[str, str | None]:
+def package_versions(distributions: Iterable[str] = ()) -> dict[str, str | None]:
+    """Installed versions of the harness's distributions and ``distributions`` (None: absent)."""
     out: dict[str, str | None] = {}
-    for dist in TRACKED_DISTRIBUTIONS:
+    for dist in dict.fromkeys((*HARNESS_DISTRIBUTIONS, *distributions)):
         try:
             out[dist] = importlib.metadata.version(dist)
         except importlib.metadata.PackageNotFoundError:
@@ -63,12 +58,14 @@ def git_state(root: Path = REPO_ROOT) -> dict[str, Any]:
     return {"git_sha": sha, "git_dirty": bool(status) if status is not None else None}
 
 
-def host_environment() -> dict[str, Any]:
+def host_environment(specs: Iterable[KernelSpec] = ()) -> dict[str, Any]:
+    """Facts about this host and the versions of everything ``specs`` are pinned to."""
+    dists = [d for s in specs for d in s.distributions]
     return {
         "host": socket.gethostname(),
         "platform": platform.platform(),
         "python_executable": sys.executable,
         "argv": sys.argv[1:],
-        "packages": package_versions(),
+        "packages": package_versions(dists),
         **git_state(),
     }

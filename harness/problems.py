@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from harness.protocol import DTYPES, Problem
+from harness.gemm import DTYPES, Problem, validate_k
 
 __all__ = ["SUITES", "expand", "suite_names"]
 
@@ -25,7 +25,7 @@ SUITES: dict[str, tuple[str, tuple[_Shape, ...]]] = {
         tuple((s, s, s) for s in (1024, 2048, 4096, 8192, 16384)),
     ),
     "ksweep": (
-        "M = N = 8192, K from 512 to 16384 (the Gluon seed's table)",
+        "M = N = 8192, K from 512 to 16384 (the Gluon multi-CTA tutorial's table)",
         tuple((8192, 8192, k) for k in (512, 1024, 2048, 4096, 8192, 16384)),
     ),
     "llm": (
@@ -61,7 +61,8 @@ def expand(suites: Iterable[str], dtypes: Sequence[str] = ("fp16",)) -> list[Pro
     """The problems of ``suites`` in each of ``dtypes``, de-duplicated, in suite order.
 
     A suite name may also be a literal problem such as ``4096x4096x4096`` (dtype from
-    ``dtypes``) or ``4096x4096x4096-bf16``.
+    ``dtypes``) or ``4096x4096x4096-bf16``. A problem whose K breaks TMA's 16-byte row
+    alignment is refused here, before any kernel runs (ValueError).
     """
     for dtype in dtypes:
         if dtype not in DTYPES:
@@ -76,5 +77,7 @@ def expand(suites: Iterable[str], dtypes: Sequence[str] = ("fp16",)) -> list[Pro
             problems += [p] if "-" in name else [Problem(p.m, p.n, p.k, d) for d in dtypes]
         else:
             raise ValueError(f"unknown suite {name!r}; expected one of {suite_names()} or MxNxK")
+    for p in problems:
+        validate_k(p)
     seen: set[Problem] = set()
     return [p for p in problems if not (p in seen or seen.add(p))]

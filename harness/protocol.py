@@ -3,10 +3,14 @@
 A backend imports this module (and its own DSL) and nothing else from the harness. It
 describes its kernels with :class:`KernelSpec` values, which name a module to import lazily,
 so that listing kernels never imports a DSL. The module's attribute (``KERNEL`` by default) is
-an object implementing :class:`Kernel`.
+an object implementing :class:`Kernel`. A kernel's identity (backend, name, rung, arch,
+description) is written once, in its spec; the kernel object reports the same values (built-in
+backends hand the spec to the kernel, see ``backends/*/__init__.py``) and :meth:`KernelSpec.load`
+refuses a kernel whose identity differs from its spec.
 
-The GEMM is the seeds' "TN" convention: ``A`` is (M, K) row-major, ``B`` is (N, K) row-major and
-``D = A @ B.T`` is (M, N) row-major, fp16 or bf16 in and out, fp32 accumulation.
+The GEMM is the "TN" convention (:mod:`harness.gemm`). A kernel may declare a config
+space (:mod:`harness.configs`): its knobs as a frozen dataclass, a finite menu and a default
+choice per problem.
 """
 
 from __future__ import annotations
@@ -14,28 +18,44 @@ from __future__ import annotations
 import enum
 import importlib
 import importlib.util
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+from harness.configs import (
+    ConfigSpace,
+    KernelConfig,
+    TunedTable,
+    current_gpu_name,
+    tuned_table_path,
+)
+from harness.gemm import DTYPES, Problem, element_size, validate_k
+
 __all__ = [
     "ARCHES",
+    "ARCH_CAPABILITY",
     "DTYPES",
     "ENTRY_POINT_GROUP",
     "Artifacts",
+    "ConfigSpace",
+    "ConfigurableKernel",
     "Kernel",
+    "KernelConfig",
     "KernelSpec",
     "LaunchFn",
     "Problem",
     "Rung",
+    "TunedTable",
+    "current_gpu_name",
     "element_size",
+    "spec_of_module",
+    "tuned_table_path",
+    "validate_k",
 ]
 
 #: Entry-point group through which an installed package contributes kernels. Each entry point
 #: names a zero-argument callable returning an iterable of :class:`KernelSpec`.
 ENTRY_POINT_GROUP = "gemm_dsl_study.backends"
-
-DTYPES = ("fp16", "bf16")
 
 #: Targets a kernel may declare. "any" is for library kernels (the cuBLAS reference) that run
 #: on whatever GPU is present.
@@ -50,7 +70,7 @@ ARCH_CAPABILITY: Mapping[str, tuple[int, int] | None] = {
 
 
 class Rung(enum.IntEnum):
-    """The speedup chain: each rung changes one thing from the one before (DESIGN.md)."""
+    """The speedup chain: each rung changes one thing from the one before (docs/design.md)."""
 
     CUBLAS = 0
     TILED = 1
@@ -69,60 +89,13 @@ class Rung(enum.IntEnum):
     @classmethod
     def parse(cls, value: str | int) -> Rung:
         """Accept ``5``, ``"5"`` or ``"warp_specialized"``."""
-        if isinstance(value, int) or (isinstance(value, str) and value.isdigit()):
-            return cls(int(value))
         try:
+            if isinstance(value, int) or (isinstance(value, str) and value.isdigit()):
+                return cls(int(value))
             return cls[str(value).upper()]
-        except KeyError:
-            names = ", ".join(r.label for r in cls)
-            raise ValueError(f"unknown rung {value!r}; expected 0-7 or one of: {names}") from None
-
-
-def element_size(dtype: str) -> int:
-    """Bytes per element of a problem dtype."""
-    if dtype not in DTYPES:
-        raise ValueError(f"unsupported dtype {dtype!r}; expected one of {DTYPES}")
-    return 2
-
-
-@dataclass(frozen=True, order=True)
-class Problem:
-    """One GEMM: ``D[M, N] = A[M, K] @ B[N, K].T`` in ``dtype`` with fp32 accumulation."""
-
-    m: int
-    n: int
-    k: int
-    dtype: str = "fp16"
-
-    def __post_init__(self) -> None:
-        for name in ("m", "n", "k"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or value < 1:
-                raise ValueError(f"Problem.{name} must be a positive int, got {value!r}")
-        element_size(self.dtype)  # validates dtype
-
-    @property
-    def flops(self) -> int:
-        return 2 * self.m * self.n * self.k
-
-    @property
-    def key(self) -> str:
-        """Stable text id, e.g. ``4096x4096x4096-fp16``."""
-        return f"{self.m}x{self.n}x{self.k}-{self.dtype}"
-
-    @classmethod
-    def parse(cls, key: str) -> Problem:
-        """Inverse of :attr:`key`; the dtype suffix is optional (fp16)."""
-        shape, _, dtype = key.partition("-")
-        try:
-            m, n, k = (int(x) for x in shape.lower().split("x"))
-        except ValueError:
-            raise ValueError(f"bad problem {key!r}; expected MxNxK[-fp16|-bf16]") from None
-        return cls(m, n, k, dtype or "fp16")
-
-    def bytes_per_set(self) -> int:
-        """Bytes of one (A, B, D) input/output set."""
-        return element_size(self.dtype) * (self.m * self.k + self.n * self.k + self.m * self.n)
+        except (KeyError, ValueError):
+            names = ", ".join(f"{int(r)} {r.label}" for r in cls)
+            raise ValueError(f"unknown rung {value!r}; the rungs are: {names}") from None
 
 
 #: What :meth:`Kernel.compile` returns: launches ``out = a @ b.T`` on the current CUDA stream.
@@ -153,7 +126,12 @@ class Artifacts:
 
 @runtime_checkable
 class Kernel(Protocol):
-    """One kernel of one backend at one rung for one target arch."""
+    """One kernel of one backend at one rung for one target arch.
+
+    A kernel that declares a config space (:class:`ConfigurableKernel`) takes the config as an
+    optional last argument of ``supports``, ``compile`` and ``codegen``; ``None`` means its own
+    choice, ``select(problem)``.
+    """
 
     backend: str
     name: str
@@ -174,6 +152,21 @@ class Kernel(Protocol):
 
     def codegen(self, problem: Problem, arch: str) -> Artifacts:
         """Compile for ``arch`` without needing a GPU and return what came out."""
+        ...
+
+
+@runtime_checkable
+class ConfigurableKernel(Kernel, Protocol):
+    """A kernel with a declared config space (:mod:`harness.configs`).
+
+    ``configs`` is the finite menu; ``select(problem)`` the default choice (tuned table first,
+    then a heuristic); ``supports``/``compile``/``codegen`` accept ``config=`` (a menu entry).
+    """
+
+    configs: tuple[KernelConfig, ...]
+
+    def select(self, problem: Problem) -> KernelConfig:
+        """The config this kernel runs ``problem`` with unless told otherwise."""
         ...
 
 
@@ -218,7 +211,8 @@ class KernelSpec:
     ``pins`` lists distribution versions the kernel is written for (``"triton==3.9.0"``,
     ``"nvidia-cutlass-dsl>=4.8"``): a different installed version is reported as a reason too.
     ``devices`` names where its launch function runs: ``("cuda",)`` for every real kernel;
-    test-only kernels may run on ``"cpu"``.
+    kernels that run on the host (test kernels, a CPU plugin) declare ``("cpu",)`` and are
+    benchmarked with ``bench --device cpu``.
     """
 
     backend: str
@@ -238,6 +232,17 @@ class KernelSpec:
             raise ValueError(f"{self.backend}/{self.name}: arch {self.arch!r} not in {ARCHES}")
         if "/" in self.backend:
             raise ValueError(f"backend name {self.backend!r} must not contain '/'")
+
+    @property
+    def distributions(self) -> tuple[str, ...]:
+        """The distributions named in ``pins`` (recorded with their versions in every run)."""
+        names = []
+        for pin in self.pins:
+            for op in ("==", ">="):
+                if op in pin:
+                    names.append(pin.split(op, 1)[0].strip())
+                    break
+        return tuple(names)
 
     @property
     def id(self) -> str:
@@ -266,7 +271,7 @@ class KernelSpec:
         kernel = obj() if isinstance(obj, type) else obj
         if not isinstance(kernel, Kernel):
             raise TypeError(f"{self.module}.{self.attr} does not implement harness.protocol.Kernel")
-        for attr in ("backend", "name", "arch"):
+        for attr in ("backend", "name", "arch", "description"):
             if getattr(kernel, attr) != getattr(self, attr):
                 raise TypeError(
                     f"{self.id}: spec says {attr}={getattr(self, attr)!r} but the kernel says "
@@ -275,3 +280,12 @@ class KernelSpec:
         if Rung(kernel.rung) != self.rung:
             raise TypeError(f"{self.id}: spec rung {self.rung.label} != kernel rung {kernel.rung}")
         return kernel
+
+
+def spec_of_module(specs: Iterable[KernelSpec], module: str) -> KernelSpec:
+    """The spec naming ``module``: how a built-in kernel module finds its own identity, so that
+    identity is written once (in the backend's list) and never repeated in the module."""
+    for spec in specs:
+        if spec.module == module:
+            return spec
+    raise LookupError(f"no kernel spec names module {module!r}; list it in its backend")

@@ -1,27 +1,29 @@
 """The benchmark loop: check every kernel on every problem, then time them interleaved.
 
-For each problem, every selected kernel is prepared in its own worker process (supports ->
-compile -> correctness check on fresh inputs). Kernels that pass are then timed in
-``rounds`` round-robin passes (kernel 1, kernel 2, ..., kernel 1, ...), so clock or thermal
-drift during a problem affects every kernel alike; the samples of all rounds are pooled. Any
-timeout, crash or exception is recorded against that kernel and problem, its worker is
-replaced, and the run goes on. Records are yielded as soon as they are final.
+For each problem, every selected kernel — or, for a kernel with a config space, every config
+asked for (its own choice by default, the ones named by ``--config``, or all valid ones with
+``--tune``) — is prepared in the kernel's own worker process (resolve config -> supports ->
+compile -> correctness check on fresh inputs). What passes is then timed in ``rounds``
+round-robin passes (unit 1, unit 2, ..., unit 1, ...), so clock or thermal drift during a
+problem affects every unit alike; the samples of all rounds are pooled. Any timeout, crash or
+exception is recorded against that kernel, config and problem, its worker is replaced, and the
+run goes on. Records are yielded as soon as they are final.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from harness.isolate import Worker, WorkerDied
 from harness.protocol import KernelSpec, Problem, Rung
-from harness.results import Status, kernel_fields
+from harness.records import BenchRecord, Status
 from harness.telemetry import Telemetry, merge
 from harness.timing import TimerSettings, summarize
 
-__all__ = ["RunSettings", "Runner"]
+__all__ = ["RunSettings", "Runner", "base_record", "check_config_request"]
 
 
 @dataclass(frozen=True)
@@ -31,24 +33,47 @@ class RunSettings:
     checks: int = 2
     measure: bool = True
     timer: TimerSettings = field(default_factory=TimerSettings)
+    #: Config requests (names or ``k=v`` overrides) forced on every kernel with a config space.
+    configs: tuple[str, ...] = ()
+    #: Time every config valid for each problem (kernels with a config space).
+    tune: bool = False
 
 
-def base_record(spec: KernelSpec, problem: Problem) -> dict[str, Any]:
-    return {
-        **kernel_fields(spec),
-        "problem": {"m": problem.m, "n": problem.n, "k": problem.k, "dtype": problem.dtype},
-        "problem_key": problem.key,
-        "status": Status.ERROR.value,
-        "reason": None,
-        "compile_s": None,
-        "check": None,
-        "timing": None,
-        "rotation_sets": None,
-        "tflops": None,
-        "tflops_per_ghz": None,
-        "pct_of_cublas": None,
-        "telemetry": None,
-    }
+def base_record(spec: KernelSpec, problem: Problem, **fields: Any) -> BenchRecord:
+    return BenchRecord(**BenchRecord.identity(spec), problem=problem, **fields)
+
+
+def _parse_name(name: str) -> dict[str, str]:
+    return dict(part.split("=", 1) for part in name.split(",") if "=" in part)
+
+
+def check_config_request(menu: Sequence[str], request: str) -> str | None:
+    """None if ``request`` (a name or ``k=v`` pairs) can match an entry of ``menu`` (names),
+    else why not. Works on names alone, so it needs no DSL."""
+    want = _parse_name(request)
+    if not want or any("=" not in p for p in request.split(",") if p.strip()):
+        return f"bad config {request!r}: expected k=v pairs, e.g. {menu[0]}"
+    entries = [_parse_name(m) for m in menu]
+    knobs = set(entries[0])
+    unknown = sorted(set(want) - knobs)
+    if unknown:
+        return f"unknown knob(s) {', '.join(unknown)}; the knobs are {', '.join(entries[0])}"
+    if not any(all(e.get(k) == v for k, v in want.items()) for e in entries):
+        return f"no config on the menu has {request}; the menu: {'; '.join(menu)}"
+    return None
+
+
+@dataclass
+class _Unit:
+    """One (kernel, config request) to prepare and time for one problem."""
+
+    spec: KernelSpec
+    request: str | None
+    record: BenchRecord
+
+    @property
+    def key(self) -> tuple[str, str | None]:
+        return (self.spec.id, self.record.config)
 
 
 class Runner:
@@ -64,6 +89,7 @@ class Runner:
         self.settings = settings
         self.log = log
         self._workers: dict[str, Worker] = {}
+        self._menus: dict[str, list[str] | None] = {}
 
     def __enter__(self) -> Runner:
         return self
@@ -91,113 +117,184 @@ class Runner:
             return {"device_error": reply.get("error")}
         return reply
 
-    def _call(self, spec: KernelSpec, rec: dict[str, Any], cmd: dict[str, Any]) -> dict | None:
-        """One worker call; on failure fill ``rec`` with the outcome and return None."""
+    # -- configs -------------------------------------------------------------------------------
+    def menus(self) -> dict[str, list[str] | str | None]:
+        """kernel id -> its config menu (names), None without a config space, or the error
+        that loading it raised (a text). Loads each kernel in its worker."""
+        out: dict[str, list[str] | str | None] = {}
+        for spec in self.specs:
+            try:
+                reply = self._worker(spec).call({"op": "describe"}, self.settings.timeout_s)
+            except (TimeoutError, WorkerDied) as e:
+                out[spec.id] = f"{type(e).__name__}: {e}"
+                continue
+            if reply.get("status") == Status.ERROR.value:
+                out[spec.id] = str(reply.get("error"))
+                self._worker(spec).kill()
+                continue
+            out[spec.id] = reply["configs"]
+            self._menus[spec.id] = reply["configs"]
+        return out
+
+    def _requests(self, spec: KernelSpec, problem: Problem) -> list[str | None] | BenchRecord:
+        """The config requests to run ``spec`` on ``problem`` with (or a failure record)."""
+        menu = self._menus.get(spec.id)
+        if menu is None:  # no config space (or not described: the prepare step will say why)
+            return [None]
+        if self.settings.tune:
+            rec = base_record(spec, problem)
+            reply = self._call(spec, rec, {"op": "configs_for", "problem": problem})
+            if isinstance(reply, BenchRecord):
+                return reply
+            names = reply["configs"]
+            if not names:
+                return base_record(
+                    spec,
+                    problem,
+                    status=Status.UNSUPPORTED,
+                    reason="no config on the menu supports this problem",
+                )
+            return list(names)
+        return list(self.settings.configs) or [None]
+
+    # -- worker calls --------------------------------------------------------------------------
+    def _call(
+        self, spec: KernelSpec, rec: BenchRecord, cmd: dict[str, Any]
+    ) -> dict[str, Any] | BenchRecord:
+        """One worker call: its reply, or ``rec`` updated with the failure."""
         try:
             reply = self._worker(spec).call(cmd, timeout=self.settings.timeout_s)
         except TimeoutError as e:
-            rec.update(status=Status.TIMEOUT.value, reason=str(e))
-            return None
+            return replace(rec, status=Status.TIMEOUT, reason=str(e))
         except WorkerDied as e:
-            rec.update(status=Status.ERROR.value, reason=str(e))
-            return None
+            return replace(rec, status=Status.ERROR, reason=str(e))
         if reply.get("status") == Status.ERROR.value:
-            rec.update(
-                status=Status.ERROR.value,
+            # A Python error may leave a CUDA context poisoned: start the next call afresh.
+            self._worker(spec).kill()
+            return replace(
+                rec,
+                status=Status.ERROR,
                 reason=reply.get("error"),
                 traceback=reply.get("traceback"),
             )
-            # A Python error may leave a CUDA context poisoned: start the next problem afresh.
-            self._worker(spec).kill()
-            return None
         return reply
 
-    def run_problem(self, problem: Problem) -> Iterator[dict[str, Any]]:
+    def _prepare(self, spec: KernelSpec, problem: Problem, request: str | None) -> _Unit:
+        rec = base_record(spec, problem)
+        reply = self._call(
+            spec,
+            rec,
+            {
+                "op": "prepare",
+                "problem": problem,
+                "checks": self.settings.checks,
+                "config": request,
+            },
+        )
+        if isinstance(reply, BenchRecord):
+            return _Unit(spec, request, reply)
+        rec = replace(
+            rec,
+            status=Status(reply["status"]),
+            reason=reply.get("reason"),
+            compile_s=reply.get("compile_s"),
+            check=reply.get("check"),
+            config=reply.get("config"),
+            config_values=reply.get("config_values"),
+            selected=reply.get("selected"),
+        )
+        return _Unit(spec, request, rec)
+
+    def run_problem(self, problem: Problem) -> Iterator[BenchRecord]:
         s = self.settings
-        records: dict[str, dict[str, Any]] = {}
-        timed: list[KernelSpec] = []
+        timed: list[_Unit] = []
         for spec in self.specs:
-            rec = base_record(spec, problem)
-            records[spec.id] = rec
-            reply = self._call(spec, rec, {"op": "prepare", "problem": problem, "checks": s.checks})
-            if reply is not None:
-                rec.update(
-                    status=reply["status"],
-                    reason=reply.get("reason"),
-                    compile_s=reply.get("compile_s"),
-                    check=reply.get("check"),
-                )
-            if rec["status"] == Status.OK.value and s.measure:
-                timed.append(spec)
-            else:
-                self.log(_line(rec))
-                yield rec
+            requests = self._requests(spec, problem)
+            if isinstance(requests, BenchRecord):
+                self.log(_line(requests))
+                yield requests
+                continue
+            for request in requests:
+                unit = self._prepare(spec, problem, request)
+                if unit.record.status == Status.OK and s.measure:
+                    timed.append(unit)
+                else:
+                    self.log(_line(unit.record))
+                    yield unit.record
         if not timed:
             return
-        samples: dict[str, list[float]] = {sp.id: [] for sp in timed}
-        telemetry: dict[str, list[Telemetry]] = {sp.id: [] for sp in timed}
+        samples: dict[int, list[float]] = {id(u): [] for u in timed}
+        telemetry: dict[int, list[Telemetry]] = {id(u): [] for u in timed}
+        rotation: dict[int, int] = {}
         t = s.timer
         for rnd in range(t.rounds):
-            for spec in list(timed):
-                rec = records[spec.id]
+            for unit in list(timed):
                 reply = self._call(
-                    spec,
-                    rec,
+                    unit.spec,
+                    unit.record,
                     {
                         "op": "measure",
                         "problem": problem,
+                        "config": unit.record.config,
                         "settings": t.as_dict(),
                         "warmup_s": t.warmup_s if rnd == 0 else min(0.2, t.warmup_s),
                         "min_samples": math.ceil(t.min_samples / t.rounds),
                         "min_time_s": t.min_time_s / t.rounds,
                     },
                 )
-                if reply is None:
-                    timed.remove(spec)
-                    self.log(_line(rec))
-                    yield rec
+                if isinstance(reply, BenchRecord):
+                    timed.remove(unit)
+                    self.log(_line(reply))
+                    yield reply
                     continue
-                samples[spec.id] += reply["samples"]
-                telemetry[spec.id].append(Telemetry(**reply["telemetry"]))
-                rec["rotation_sets"] = reply["rotation_sets"]
-        for spec in timed:
-            self._call(spec, records[spec.id], {"op": "release", "problem": problem})
-            rec = records[spec.id]
-            stats = summarize(samples[spec.id])
-            tel = merge(telemetry[spec.id])
+                samples[id(unit)] += reply["samples"]
+                telemetry[id(unit)].append(reply["telemetry"])
+                rotation[id(unit)] = reply["rotation_sets"]
+        finished: list[BenchRecord] = []
+        for unit in timed:
+            self._call(
+                unit.spec,
+                unit.record,
+                {"op": "release", "problem": problem, "config": unit.record.config},
+            )
+            stats = summarize(samples[id(unit)])
+            tel = merge(telemetry[id(unit)])
             tflops = problem.flops / (stats.median_ms * 1e-3) / 1e12
             ghz = tel.sm_clock_mhz_mean / 1e3 if tel.sm_clock_mhz_mean else None
-            rec.update(
-                timing=stats.as_dict(),
-                tflops=tflops,
-                telemetry=tel.as_dict(),
-                tflops_per_ghz=tflops / ghz if ghz else None,
+            finished.append(
+                replace(
+                    unit.record,
+                    timing=stats,
+                    tflops=tflops,
+                    telemetry=tel,
+                    tflops_per_ghz=tflops / ghz if ghz else None,
+                    rotation_sets=rotation.get(id(unit)),
+                )
             )
-        ref = next((records[sp.id] for sp in timed if sp.rung == Rung.CUBLAS), None)
-        for spec in timed:
-            rec = records[spec.id]
-            if ref is not None:
-                rec["pct_of_cublas"] = (
-                    100.0 * ref["timing"]["median_ms"] / rec["timing"]["median_ms"]
+        ref = next((r for r in finished if r.rung == Rung.CUBLAS), None)
+        for rec in finished:
+            if ref is not None and ref.timing and rec.timing:
+                rec = replace(
+                    rec, pct_of_cublas=100.0 * ref.timing.median_ms / rec.timing.median_ms
                 )
             self.log(_line(rec))
             yield rec
 
-    def run(self, problems: Sequence[Problem]) -> Iterator[dict[str, Any]]:
+    def run(self, problems: Sequence[Problem]) -> Iterator[BenchRecord]:
+        if (self.settings.tune or self.settings.configs) and not self._menus:
+            self.menus()
         for i, problem in enumerate(problems, 1):
             self.log(f"[{i}/{len(problems)}] {problem.key}")
             yield from self.run_problem(problem)
 
 
-def _line(rec: dict[str, Any]) -> str:
-    head = f"    {rec['kernel']:<40} {rec['status']:<11}"
-    if rec["status"] == Status.OK.value and rec.get("timing"):
-        t = rec["timing"]
-        pct = rec.get("pct_of_cublas")
+def _line(rec: BenchRecord) -> str:
+    head = f"    {rec.label:<48} {rec.status.value:<11}"
+    if rec.status == Status.OK and rec.timing:
+        t = rec.timing
+        pct = rec.pct_of_cublas
         pct_s = f"  {pct:6.1f}% of cuBLAS" if pct is not None else ""
-        return (
-            f"{head} {t['median_ms']:9.4f} ms  {rec['tflops']:7.1f} TFLOPS  cv {t['cv']:.3f}{pct_s}"
-        )
-    if rec["status"] == Status.OK.value:
-        return f"{head} correct ({rec['check']['max_abs_err']:.3g} max err), not timed"
-    return f"{head} {rec.get('reason') or ''}"
+        return f"{head} {t.median_ms:9.4f} ms  {rec.tflops:7.1f} TFLOPS  cv {t.cv:.3f}{pct_s}"
+    if rec.status == Status.OK and rec.check:
+        return f"{head} correct ({rec.check.max_abs_err:.3g} max err), not timed"
+    return f"{head} {rec.reason or ''}"

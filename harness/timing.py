@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from harness.protocol import Problem
+from harness.gemm import Problem
 
 __all__ = ["Stats", "TimerSettings", "rotation_sets", "summarize", "time_launches"]
 

@@ -4,11 +4,17 @@ The parent (``harness.isolate``) sends small command dicts over a pipe; the work
 each with a dict. Everything that touches the GPU happens here, so a hang, a CUDA fault or a
 crash is confined to this process. Commands:
 
-``env``      describe the device (name, SMs, L2, capability, CUDA, torch version)
-``prepare``  load the kernel, ask ``supports``, ``compile`` (timed) and check correctness
-``measure``  allocate rotated input sets, warm up, time launches with NVML telemetry, free
-``codegen``  compile for an arch without running (``Kernel.codegen``)
-``exit``     leave the loop
+``env``          describe the device (name, SMs, L2, capability, CUDA, torch version)
+``describe``     the kernel's config menu (names), or None without a config space
+``configs_for``  the menu entries valid for a problem (what ``bench --tune`` times)
+``prepare``      resolve the config, ask ``supports``, ``compile`` (timed), check correctness
+``measure``      allocate rotated input sets, warm up, time launches with NVML telemetry, free
+``release``      drop a prepared (problem, config) launch
+``codegen``      compile for an arch without running (``Kernel.codegen``)
+``exit``         leave the loop
+
+Third-party noise (DSL deprecation warnings and the like) is silenced in the worker unless
+``GEMM_STUDY_VERBOSE=1`` is set (:func:`harness.quiet.quiet_third_party`).
 """
 
 from __future__ import annotations
@@ -21,7 +27,9 @@ import traceback
 from multiprocessing.connection import Connection
 from typing import Any, NoReturn
 
+from harness.configs import config_space, resolve_config
 from harness.protocol import KernelSpec, Problem
+from harness.quiet import quiet_third_party
 
 
 class _State:
@@ -29,7 +37,18 @@ class _State:
         self.spec = spec
         self.device = device
         self.kernel: Any = None
-        self.launches: dict[Problem, Any] = {}
+        #: (problem, config name or None) -> launch function
+        self.launches: dict[tuple[Problem, str | None], Any] = {}
+
+    def load(self) -> Any:
+        if self.kernel is None:
+            assert self.spec is not None
+            self.kernel = self.spec.load()
+        return self.kernel
+
+
+def _supports(kernel: Any, problem: Problem, config: Any) -> str | None:
+    return kernel.supports(problem) if config is None else kernel.supports(problem, config)
 
 
 def describe_device(device: str) -> dict[str, Any]:
@@ -60,7 +79,30 @@ def describe_device(device: str) -> dict[str, Any]:
     return info
 
 
-def _prepare(state: _State, problem: Problem, checks: int) -> dict[str, Any]:
+def _describe(state: _State) -> dict[str, Any]:
+    """The kernel's config menu (names), or None for a kernel without a config space."""
+    menu = config_space(state.load())
+    return {"configs": None if menu is None else [c.name for c in menu]}
+
+
+def _configs_for(state: _State, problem: Problem) -> dict[str, Any]:
+    """The menu entries valid for ``problem`` (what ``bench --tune`` times)."""
+    kernel = state.load()
+    menu = config_space(kernel) or ()
+    return {"configs": [c.name for c in menu if _supports(kernel, problem, c) is None]}
+
+
+def _config_fields(kernel: Any, problem: Problem, config: Any) -> dict[str, Any]:
+    if config is None:
+        return {"config": None, "config_values": None, "selected": None}
+    return {
+        "config": config.name,
+        "config_values": config.values(),
+        "selected": config == kernel.select(problem),
+    }
+
+
+def _prepare(state: _State, problem: Problem, checks: int, request: str | None) -> dict[str, Any]:
     import torch
 
     from harness.check import check_kernel
@@ -76,17 +118,18 @@ def _prepare(state: _State, problem: Problem, checks: int) -> dict[str, Any]:
                 "status": "unsupported",
                 "reason": f"built for {state.spec.arch}; this GPU is sm_{have[0]}{have[1]}",
             }
-    if state.kernel is None:
-        state.kernel = state.spec.load()
-    reason = state.kernel.supports(problem)
+    kernel = state.load()
+    config = resolve_config(kernel, problem, request)
+    fields = _config_fields(kernel, problem, config)
+    reason = _supports(kernel, problem, config)
     if reason:
-        return {"status": "unsupported", "reason": reason}
+        return {"status": "unsupported", "reason": reason, **fields}
     t0 = time.perf_counter()
-    launch = state.kernel.compile(problem)
+    launch = kernel.compile(problem) if config is None else kernel.compile(problem, config)
     if cuda:
         torch.cuda.synchronize()
     compile_s = time.perf_counter() - t0
-    state.launches[problem] = launch
+    state.launches[(problem, fields["config"])] = launch
     result = check_kernel(problem, launch, device=state.device, checks=checks)
     if cuda:
         torch.cuda.empty_cache()  # many workers share the GPU: keep only what kernels hold
@@ -96,20 +139,15 @@ def _prepare(state: _State, problem: Problem, checks: int) -> dict[str, Any]:
         if result.passed
         else f"result differs from torch.matmul: {result.summary()}",
         "compile_s": compile_s,
-        "check": {
-            "max_abs_err": result.max_abs_err,
-            "rel_err": result.rel_err,
-            "nonfinite": result.nonfinite,
-            "atol": result.atol,
-            "rtol": result.rtol,
-            "checks": result.checks,
-        },
+        "check": result,
+        **fields,
     }
 
 
 def _measure(
     state: _State,
     problem: Problem,
+    config: str | None,
     settings: dict[str, Any],
     warmup_s: float,
     min_samples: int,
@@ -122,7 +160,7 @@ def _measure(
     from harness.timing import TimerSettings, rotation_sets, time_launches, warm_up
 
     ts = TimerSettings(**settings)
-    launch = state.launches[problem]
+    launch = state.launches[(problem, config)]
     if state.device == "cuda":
         l2 = int(
             getattr(
@@ -147,17 +185,21 @@ def _measure(
         del sets
         if state.device == "cuda":
             torch.cuda.empty_cache()
-    return {"samples": samples, "telemetry": tel.summary().as_dict(), "rotation_sets": n_sets}
+    return {"samples": samples, "telemetry": tel.summary(), "rotation_sets": n_sets}
 
 
-def _codegen(state: _State, problem: Problem, arch: str) -> dict[str, Any]:
-    if state.kernel is None:
-        assert state.spec is not None
-        state.kernel = state.spec.load()
+def _codegen(state: _State, problem: Problem, arch: str, request: str | None) -> dict[str, Any]:
+    kernel = state.load()
+    config = resolve_config(kernel, problem, request)
     t0 = time.perf_counter()
-    art = state.kernel.codegen(problem, arch)
+    art = kernel.codegen(problem, arch) if config is None else kernel.codegen(problem, arch, config)
     wall = time.perf_counter() - t0
-    return {"status": "ok", "artifacts": art, "wall_s": wall}
+    return {
+        "status": "ok",
+        "artifacts": art,
+        "wall_s": wall,
+        **_config_fields(kernel, problem, config),
+    }
 
 
 def _leave() -> NoReturn:
@@ -171,6 +213,7 @@ def _leave() -> NoReturn:
 
 def serve(conn: Connection, spec: KernelSpec | None, device: str) -> None:
     """Worker main loop (the target of the spawned process)."""
+    quiet_third_party()
     state = _State(spec, device)
     conn.send({"ready": True})
     while True:
@@ -185,21 +228,26 @@ def serve(conn: Connection, spec: KernelSpec | None, device: str) -> None:
                 _leave()
             if op == "env":
                 reply = describe_device(device)
+            elif op == "describe":
+                reply = _describe(state)
+            elif op == "configs_for":
+                reply = _configs_for(state, cmd["problem"])
             elif op == "prepare":
-                reply = _prepare(state, cmd["problem"], cmd.get("checks", 2))
+                reply = _prepare(state, cmd["problem"], cmd.get("checks", 2), cmd.get("config"))
             elif op == "measure":
                 reply = _measure(
                     state,
                     cmd["problem"],
+                    cmd.get("config"),
                     cmd["settings"],
                     cmd["warmup_s"],
                     cmd["min_samples"],
                     cmd["min_time_s"],
                 )
             elif op == "codegen":
-                reply = _codegen(state, cmd["problem"], cmd["arch"])
+                reply = _codegen(state, cmd["problem"], cmd["arch"], cmd.get("config"))
             elif op == "release":
-                state.launches.pop(cmd["problem"], None)
+                state.launches.pop((cmd["problem"], cmd.get("config")), None)
                 reply = {"ok": True}
             else:
                 reply = {"error": f"unknown op {op!r}"}

@@ -1,110 +1,373 @@
-"""Loading result documents into the tables the plots draw (pure functions of the files)."""
+"""Result documents folded into the one view every figure and table draws from.
+
+A :class:`Dataset` is a pure function of the files it was loaded from. Its rules, in one place so
+that every figure and table agrees:
+
+* **latest run wins** per (kernel, config, problem), except that a check-only record (status ok,
+  no timing) never replaces a timed one: re-checking correctness must not erase a measurement;
+* a backend's **final kernel** is its highest-rung kernel with timed records;
+* where a (kernel, problem) has several configs, figures and headline tables use the record the
+  kernel would run by itself (:meth:`Dataset.pick`): ``selected`` is True, or the kernel has no
+  config space (``config`` None); a pure ``--tune`` run has only non-selected records, and then
+  the fastest stands in and :meth:`Dataset.picked_fastest` says so;
+* **cuBLAS** for a record comes from the same run when that run timed it (clocks, power and
+  thermals are shared within a run, not across runs), else from the latest run that did;
+* backends and problems come in one fixed order everywhere (:data:`BACKEND_ORDER`,
+  :func:`problem_order`), so the panels of every figure line up with the tables.
+
+The views the figures and the markdown share (the speedup chain, the % of cuBLAS grid) live
+here too, so a number in a figure and in a table can only come from one computation.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import dataclass
-from pathlib import Path
+import os
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
-from harness.results import ResultsError, load
+from harness.gemm import DTYPES, Problem
+from harness.protocol import Rung
+from harness.records import BenchRecord, CodegenRecord, Status
+from harness.results import Document, ResultsError, load_many, result_files
 
-__all__ = ["Dataset", "load_dataset"]
+__all__ = [
+    "BACKEND_ORDER",
+    "FAMILIES",
+    "ChainRow",
+    "Dataset",
+    "ReportError",
+    "backend_order",
+    "build_dataset",
+    "chain_problem",
+    "chain_table",
+    "family",
+    "load_dataset",
+    "pct_table",
+    "problem_order",
+    "tflops_range",
+]
+
+#: Backends in the order of every panel, column and table; others follow alphabetically.
+BACKEND_ORDER = ("cublas", "tirx", "gluon", "cutedsl", "tilus")
+#: Problem families, in panel order: M = N = K; M = N = 8192 with K varying; everything else.
+FAMILIES = ("square", "ksweep", "other")
+KSWEEP_MN = 8192
 
 
-def _expand(paths: Iterable[str | Path]) -> list[Path]:
-    files: list[Path] = []
-    for p in map(Path, paths):
-        if p.is_dir():
-            files += sorted(p.glob("*.json"))
-        elif p.exists():
-            files.append(p)
-        else:
-            raise ResultsError(f"{p}: no such file or folder")
-    return files
+def backend_order(backend: str) -> tuple[int, str]:
+    """Sort key putting the known backends first, in :data:`BACKEND_ORDER`."""
+    known = backend in BACKEND_ORDER
+    return (BACKEND_ORDER.index(backend) if known else len(BACKEND_ORDER), backend)
+
+
+def family(p: Problem) -> str:
+    """``square`` (M = N = K), ``ksweep`` (M = N = 8192, K not 8192) or ``other``."""
+    if p.m == p.n == p.k:
+        return "square"
+    if p.m == p.n == KSWEEP_MN:
+        return "ksweep"
+    return "other"
+
+
+def problem_order(p: Problem) -> tuple[Any, ...]:
+    """Sort key: dtype (fp16 first), family, size (M*N*K), then K."""
+    dtype = DTYPES.index(p.dtype) if p.dtype in DTYPES else len(DTYPES)
+    return (dtype, p.dtype, FAMILIES.index(family(p)), p.m * p.n * p.k, p.k, p.m, p.n)
+
+
+def tflops_range(rec: BenchRecord) -> tuple[float, float, float] | None:
+    """(TFLOPS at p80 time, at the median, at p20 time): the p20-p80 band of a timed record.
+
+    A shorter time is a higher rate, so the p20 time gives the upper end of the band.
+    """
+    t = rec.timing
+    if not rec.timed or t is None or t.median_ms <= 0:
+        return None
+    mid = rec.tflops if rec.tflops else rec.problem.flops / (t.median_ms * 1e-3) / 1e12
+    lo = mid * t.median_ms / t.p80_ms if t.p80_ms > 0 else mid
+    hi = mid * t.median_ms / t.p20_ms if t.p20_ms > 0 else mid
+    return lo, mid, hi
 
 
 @dataclass(frozen=True)
 class Dataset:
-    """Bench records (latest run wins per kernel and problem, except that a check-only record
-    never replaces a timed one), codegen records, environments."""
+    """Every record of the loaded documents, plus the views the reports use.
 
-    bench: tuple[dict[str, Any], ...]
-    codegen: tuple[dict[str, Any], ...]
-    environments: tuple[dict[str, Any], ...]
-    sources: tuple[str, ...]
+    ``documents`` are all loaded files, oldest first; ``bench`` and ``codegen`` are the records
+    left after latest-run-wins (see the module docstring). ``run_of`` maps a record to the
+    document it came from.
+    """
 
-    def ok(self) -> list[dict[str, Any]]:
-        return [r for r in self.bench if r["status"] == "ok" and r.get("timing")]
+    documents: tuple[Document, ...]
+    bench: tuple[BenchRecord, ...]
+    codegen: tuple[CodegenRecord, ...]
+    #: id(record) -> index into ``documents``, for every bench record of every document
+    #: (records are kept alive by ``documents``, so their ids are stable).
+    _run: Mapping[int, int] = field(repr=False, default_factory=dict)
 
-    def problems(self) -> list[str]:
-        """Problem keys with at least one timed record, ordered by dtype then size."""
-        keys = {r["problem_key"]: r["problem"] for r in self.ok()}
+    # ------------------------------------------------------------------------------ runs
+    @property
+    def runs(self) -> tuple[Document, ...]:
+        """The bench documents, oldest first."""
+        return tuple(d for d in self.documents if d.kind == "bench")
+
+    @property
+    def sources(self) -> tuple[str, ...]:
+        return tuple(d.source or "?" for d in self.documents)
+
+    def run_of(self, rec: BenchRecord) -> Document:
+        """The document ``rec`` was read from."""
+        return self.documents[self._run[id(rec)]]
+
+    # --------------------------------------------------------------------------- records
+    def timed(self) -> list[BenchRecord]:
+        return [r for r in self.bench if r.timed]
+
+    def problems(self) -> list[Problem]:
+        """Problems with at least one timed record, in :func:`problem_order`."""
+        return sorted({r.problem for r in self.timed()}, key=problem_order)
+
+    def backends(self) -> list[str]:
+        """Backends other than cuBLAS that have any record, in :data:`BACKEND_ORDER`."""
+        names = {r.backend for r in self.bench if r.backend != "cublas" and r.rung != 0}
+        return sorted(names, key=backend_order)
+
+    def records(self, kernel: str, problem: Problem) -> list[BenchRecord]:
+        """Every kept record of a (kernel, problem): one per config."""
+        return [r for r in self.bench if r.kernel == kernel and r.problem == problem]
+
+    def final_kernels(self) -> dict[str, str]:
+        """backend -> its final kernel: highest rung with timed records (ties: most problems
+        timed, then kernel id), in :data:`BACKEND_ORDER`."""
+        timed: dict[tuple[str, int, str], set[Problem]] = {}
+        for r in self.timed():
+            if r.backend != "cublas" and r.rung != 0:
+                timed.setdefault((r.backend, r.rung, r.kernel), set()).add(r.problem)
+        best: dict[str, tuple[int, int, str]] = {}
+        for (backend, rung, kernel), probs in sorted(timed.items()):
+            cand = (-rung, -len(probs), kernel)
+            if backend not in best or cand < best[backend]:
+                best[backend] = cand
+        return {b: best[b][2] for b in sorted(best, key=backend_order)}
+
+    def pick(self, kernel: str, problem: Problem) -> BenchRecord | None:
+        """The record of what ``kernel`` runs by itself on ``problem`` (see module docstring)."""
+        recs = self.records(kernel, problem)
+        own = [r for r in recs if r.selected is True or r.config is None]
+        if own:
+            return _latest(sorted(own, key=lambda r: self._run[id(r)]))
+        timed = [r for r in recs if r.timed]
+        if timed:
+            return min(timed, key=lambda r: r.median_ms or 0.0)
+        return max(recs, key=lambda r: self._run[id(r)]) if recs else None
+
+    def picked_fastest(self, kernel: str, problem: Problem) -> bool:
+        """True when :meth:`pick` fell back to the fastest config (no record of the kernel's
+        own choice: a pure tune run)."""
+        recs = self.records(kernel, problem)
+        own = any(r.selected is True or r.config is None for r in recs)
+        return not own and any(r.timed for r in recs)
+
+    def config_groups(self) -> list[tuple[str, Problem, list[BenchRecord]]]:
+        """(kernel, problem, timed records fastest first) for every (kernel, problem) with more
+        than one timed config, in backend, rung, kernel and problem order."""
+        groups: dict[tuple[str, Problem], list[BenchRecord]] = {}
+        for r in self.timed():
+            groups.setdefault((r.kernel, r.problem), []).append(r)
+        out = []
+        for (kernel, problem), recs in groups.items():
+            if len({r.config for r in recs}) > 1:
+                out.append((kernel, problem, sorted(recs, key=lambda r: r.median_ms or 0.0)))
+        first = {r.kernel: r for r in self.bench}
         return sorted(
-            keys,
-            key=lambda k: (
-                keys[k]["dtype"],
-                keys[k]["m"] * keys[k]["n"] * keys[k]["k"],
-                keys[k]["k"],
-                k,
+            out,
+            key=lambda g: (
+                backend_order(first[g[0]].backend),
+                first[g[0]].rung,
+                g[0],
+                problem_order(g[1]),
             ),
         )
 
-    def backends(self) -> list[str]:
-        return list(dict.fromkeys(r["backend"] for r in self.bench if r["backend"] != "cublas"))
-
-    def final_kernels(self) -> dict[str, str]:
-        """backend -> id of its highest-rung kernel with timed results (the backend's final)."""
-        best: dict[str, tuple[int, str]] = {}
-        for r in self.ok():
-            if r["backend"] == "cublas":
-                continue
-            cur = best.get(r["backend"])
-            if cur is None or r["rung"] > cur[0]:
-                best[r["backend"]] = (r["rung"], r["kernel"])
-        return {b: k for b, (_, k) in sorted(best.items())}
-
-    def lookup(self, kernel: str, problem_key: str) -> dict[str, Any] | None:
-        for r in self.bench:
-            if r["kernel"] == kernel and r["problem_key"] == problem_key:
-                return r
-        return None
-
-    def cublas(self, problem_key: str, backend: str | None = None) -> dict[str, Any] | None:
-        """The cuBLAS record for a problem, preferring the run that measured ``backend``."""
-        cands = [r for r in self.ok() if r["rung"] == 0 and r["problem_key"] == problem_key]
-        if backend:
-            runs = {
-                r["_run"]
-                for r in self.bench
-                if r["backend"] == backend and r["problem_key"] == problem_key
-            }
-            same = [r for r in cands if r["_run"] in runs]
+    # ------------------------------------------------------------------------------ cuBLAS
+    def cublas(self, problem: Problem, like: BenchRecord | None = None) -> BenchRecord | None:
+        """The timed cuBLAS record for ``problem``: from ``like``'s run if it has one, else the
+        latest. Searches every document, not only the kept records, so that a later cuBLAS-only
+        run does not take away the reference measured beside a kernel."""
+        cands = [
+            (run, r)
+            for run, doc in enumerate(self.documents)
+            for r in doc.bench
+            if r.rung == 0 and r.problem == problem and r.timed
+        ]
+        if not cands:
+            return None
+        if like is not None and id(like) in self._run:
+            same = [c for c in cands if c[0] == self._run[id(like)]]
             cands = same or cands
-        return cands[-1] if cands else None
+        return max(cands, key=lambda c: c[0])[1]
+
+    def pct_of_cublas(self, rec: BenchRecord) -> float | None:
+        """% of cuBLAS for a timed record: as recorded (same run), else against :meth:`cublas`."""
+        if not rec.timed:
+            return None
+        if rec.pct_of_cublas is not None:
+            return rec.pct_of_cublas
+        ref = self.cublas(rec.problem, rec)
+        if ref is None or not rec.median_ms or ref.median_ms is None:
+            return None
+        return 100.0 * ref.median_ms / rec.median_ms
 
 
-def load_dataset(paths: Iterable[str | Path]) -> Dataset:
-    files = _expand(paths)
-    if not files:
-        raise ResultsError("no result files found")
-    docs = sorted((load(f) | {"_file": str(f)} for f in files), key=lambda d: d.get("created", ""))
-    bench: dict[tuple[str, str], dict[str, Any]] = {}
-    codegen: dict[tuple[str, str], dict[str, Any]] = {}
-    envs = []
-    for i, d in enumerate(docs):
-        if d["kind"] == "bench":
-            envs.append(d["environment"] | {"created": d.get("created"), "file": d["_file"]})
-            for r in d["records"]:
-                key = (r["kernel"], r["problem_key"])
-                old = bench.get(key)
-                # A later check-only record confirms correctness but must not hide a timing.
-                if old and old.get("timing") and not r.get("timing") and r["status"] == "ok":
-                    continue
-                bench[key] = r | {"_run": i}
-        else:
-            for r in d["records"]:
-                codegen[(r["kernel"], r["arch"])] = r
-    return Dataset(
-        tuple(bench.values()), tuple(codegen.values()), tuple(envs), tuple(d["_file"] for d in docs)
-    )
+class ReportError(ValueError):
+    """A request the inputs cannot satisfy (e.g. a chain problem with no results)."""
+
+
+# ---------------------------------------------------------------------------- chain and heat map
+@dataclass(frozen=True)
+class ChainRow:
+    """One rung of a backend's chain at one problem."""
+
+    rung: int
+    name: str
+    kernel: str | None
+    config: str | None
+    status: str
+    median_ms: float | None
+    p20_ms: float | None
+    p80_ms: float | None
+    tflops: float | None
+    step: float | None
+    total: float | None
+    fastest_fallback: bool = False
+
+
+def chain_problem(ds: Dataset, requested: str | None = None) -> Problem | None:
+    """The problem the chain shows: ``requested`` (ReportError unless it has timed results),
+    else 4096^3 fp16, else the largest square problem, else the last problem."""
+    problems = ds.problems()
+    if requested:
+        try:
+            p = Problem.parse(requested)
+        except ValueError as e:
+            raise ReportError(f"--chain-problem: {e}") from None
+        if p not in problems:
+            raise ReportError(f"--chain-problem {p.key}: no timed results for that problem")
+        return p
+    if Problem(4096, 4096, 4096, "fp16") in problems:
+        return Problem(4096, 4096, 4096, "fp16")
+    squares = [p for p in problems if family(p) == "square"]
+    if squares:
+        return max(squares, key=lambda p: (p.dtype == "fp16", p.m))
+    return problems[-1] if problems else None
+
+
+def chain_table(ds: Dataset, problem: Problem) -> dict[str, list[ChainRow]]:
+    """backend -> one row per rung 1..7: the kernel's own record, step and total speedups (each
+    step is measured against the last timed rung before it)."""
+    table: dict[str, list[ChainRow]] = {}
+    for backend in ds.backends():
+        kernels = sorted({r.kernel for r in ds.bench if r.backend == backend})
+        by_rung: dict[int, list[BenchRecord]] = {}
+        for k in kernels:
+            rec = ds.pick(k, problem)
+            if rec is not None:
+                by_rung.setdefault(rec.rung, []).append(rec)
+        rows, prev, first = [], None, None
+        for rung in range(1, 8):
+            cands = sorted(by_rung.get(rung, []), key=lambda r: (_shown_first(r), r.kernel))
+            r = cands[0] if cands else None
+            t = r.timing if r is not None and r.timed else None
+            ms = t.median_ms if t else None
+            if ms and first is None:
+                first = ms
+            status = "missing" if r is None else r.status.value
+            if r is not None and status == "ok" and t is None:
+                status = "checked, not timed"
+            row = ChainRow(
+                rung=rung,
+                name=Rung(rung).label,
+                kernel=r.kernel if r else None,
+                config=r.config if r else None,
+                status=status,
+                median_ms=ms,
+                p20_ms=t.p20_ms if t else None,
+                p80_ms=t.p80_ms if t else None,
+                tflops=r.tflops if t and r else None,
+                step=prev / ms if (ms and prev) else None,
+                total=first / ms if (ms and first) else None,
+                fastest_fallback=bool(r and ds.picked_fastest(r.kernel, problem)),
+            )
+            rows.append(row)
+            prev = ms or prev
+        table[backend] = rows
+    return table
+
+
+def _shown_first(r: BenchRecord) -> int:
+    """Which of a rung's kernels (one per arch) the chain shows: timed, checked, failed, then
+    declared unsupported."""
+    if r.timed:
+        return 0
+    return 1 if r.status.value == "ok" else (2 if r.status.failed else 3)
+
+
+def pct_table(ds: Dataset) -> tuple[list[str], list[Problem], list[list[float | None]]]:
+    """Rows (final kernels), columns (problems with any value), % of cuBLAS in the same run."""
+    finals = list(ds.final_kernels().values())
+    cols = ds.problems()
+    grid = []
+    for kid in finals:
+        row = []
+        for p in cols:
+            rec = ds.pick(kid, p)
+            row.append(ds.pct_of_cublas(rec) if rec is not None else None)
+        grid.append(row)
+    keep = [j for j in range(len(cols)) if any(row[j] is not None for row in grid)]
+    return finals, [cols[j] for j in keep], [[row[j] for j in keep] for row in grid]
+
+
+def _replaces(new: BenchRecord, old: BenchRecord | None) -> bool:
+    """Latest run wins, except that a check-only record (ok, untimed) never hides a timing."""
+    return old is None or not (old.timed and new.status == Status.OK and new.timing is None)
+
+
+def _latest(recs: Iterable[BenchRecord]) -> BenchRecord | None:
+    """The record that wins among ``recs`` (oldest first) under :func:`_replaces`."""
+    cur = None
+    for r in recs:
+        if _replaces(r, cur):
+            cur = r
+    return cur
+
+
+def build_dataset(docs: Iterable[Document]) -> Dataset:
+    """Fold documents (oldest first) into a :class:`Dataset`."""
+    docs = tuple(docs)
+    run: dict[int, int] = {}
+    bench: dict[tuple[str, str | None, Problem], BenchRecord] = {}
+    codegen: dict[tuple[str, str, str | None], CodegenRecord] = {}
+    for i, doc in enumerate(docs):
+        for r in doc.bench:
+            run[id(r)] = i
+            key = (r.kernel, r.config, r.problem)
+            if _replaces(r, bench.get(key)):
+                bench[key] = r
+        for c in doc.codegen:
+            codegen[(c.kernel, c.arch, c.config)] = c
+    return Dataset(docs, tuple(bench.values()), tuple(codegen.values()), run)
+
+
+def load_dataset(
+    paths: Iterable[str | os.PathLike[str]], warn: Callable[[str], None] = lambda _m: None
+) -> Dataset:
+    """Load every results file under ``paths`` (folders one level deep); unreadable files are
+    named through ``warn`` and skipped. Raises :class:`ResultsError` when nothing is left."""
+    paths = list(paths)
+    if not result_files(paths):
+        raise ResultsError("no result files found in " + ", ".join(map(str, paths)))
+    docs = load_many(paths, warn=warn)
+    if not docs:
+        raise ResultsError("no readable result files (every one was skipped)")
+    return build_dataset(docs)

@@ -1,67 +1,141 @@
-"""Render the study's figures and markdown report from result files (matplotlib, Agg).
+"""Render the study's figures, ``report.md`` and CSVs from a :class:`~reports.data.Dataset`.
 
-Figures (each a pure function of a :class:`~reports.data.Dataset`):
+Figures (each ``figure_*`` function is a pure function of the dataset returning a matplotlib
+``Figure`` on the Agg canvas; nothing goes through pyplot, so no global figure state):
 
-* ``cross_dsl.png``  TFLOPS per problem of each backend's final kernel; cuBLAS as a black bar
-  marker, the line to beat;
-* ``ksweep.png``     TFLOPS against K at M = N = 8192, one line per final kernel, cuBLAS dashed;
-* ``chain.png``      the speedup chain: time per rung on a log axis, one panel per backend on
-  shared axes, each step's and the cumulative speedup annotated, cuBLAS dashed;
-* ``pct_cublas.png`` % of cuBLAS (same run), backend x problem heat map;
+* ``cross_dsl.png``  each backend's final kernel and cuBLAS per problem. Columns are problem
+  families (square M = N = K; K sweep M = N = 8192, which repeats 8192^3 as its K = 8192
+  point; other shapes), so small problems get a scale of their own. Small problems are made
+  legible by a **second row of % of cuBLAS panels** under every TFLOPS row (bars grow up or
+  down from the 100 % line, y fitted to the data) rather than by a log TFLOPS axis, which would
+  flatten the few-percent gaps the study is about. Every bar has a p20-p80 error bar;
+* ``ksweep.png``     TFLOPS against K at M = N = 8192, one line per final kernel, cuBLAS
+  dashed, p20-p80 error bars, the y axis fitted to the data (not from zero);
+* ``chain.png``      the speedup chain: median time per rung (log axis, p20-p80 error bars), one
+  panel per backend on shared axes, step and cumulative speedups, cuBLAS dashed, and the config
+  of the rung-7 point when it has one;
+* ``pct_cublas.png`` % of cuBLAS (same run) per final kernel and problem: a diverging map centred
+  at 100 and clipped to 90..110 so that a 2 % difference shows, cells labelled to 0.1.
 
-plus ``report.md`` tying them together with the environment, the numbers behind every plot,
-the codegen table and every failure with its reason, and ``results.csv``.
+A time quantile becomes a rate by ``TFLOPS * median / quantile``: the p20 time is the upper end
+of the TFLOPS band and the p80 time the lower. Backends and problems keep the order of
+:mod:`reports.data` in every panel and table. PNGs are written without the "Software" text
+chunk, so re-rendering the same inputs with the same matplotlib gives the same bytes.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+import os
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
-from harness.protocol import Problem, Rung
-from reports.data import Dataset, load_dataset
+from harness.gemm import Problem
+from harness.protocol import Rung
+from harness.records import BenchRecord, CodegenRecord
+from harness.results import to_csv
+from reports.data import (
+    FAMILIES,
+    KSWEEP_MN,
+    ChainRow,
+    Dataset,
+    backend_order,
+    chain_problem,
+    chain_table,
+    family,
+    load_dataset,
+    pct_table,
+    problem_order,
+    tflops_range,
+)
 
-__all__ = ["render_report"]
+__all__ = [
+    "FIGURES",
+    "README_END",
+    "README_START",
+    "figure_chain",
+    "figure_cross_dsl",
+    "figure_heatmap",
+    "figure_ksweep",
+    "render_markdown",
+    "render_report",
+    "update_readme",
+]
 
-_COLORS = {
-    "cublas": "#222222",
-    "gluon": "#1f77b4",
-    "cutedsl": "#2ca02c",
-    "tirx": "#d62728",
-    "tilus": "#9467bd",
-}
-_FALLBACK = ["#ff7f0e", "#8c564b", "#e377c2", "#17becf", "#bcbd22"]
+FIGURES = MappingProxyType(
+    {
+        "cross_dsl": "cross_dsl.png",
+        "ksweep": "ksweep.png",
+        "chain": "chain.png",
+        "pct_cublas": "pct_cublas.png",
+    }
+)
+_COLORS = MappingProxyType(
+    {
+        "cublas": "#444444",
+        "tirx": "#d62728",
+        "gluon": "#1f77b4",
+        "cutedsl": "#2ca02c",
+        "tilus": "#9467bd",
+    }
+)
+_FALLBACK = ("#ff7f0e", "#8c564b", "#e377c2", "#17becf", "#bcbd22")
+_STYLE = MappingProxyType(
+    {
+        "font.size": 8,
+        "axes.titlesize": 9,
+        "axes.labelsize": 8,
+        "legend.fontsize": 7,
+        "axes.grid": True,
+        "grid.alpha": 0.3,
+    }
+)
+_FAMILY_TITLE = MappingProxyType(
+    {
+        "square": "square (M = N = K)",
+        "ksweep": f"K sweep (M = N = {KSWEEP_MN})",
+        "other": "other shapes",
+    }
+)
+_HEAT_RANGE = (90.0, 110.0)
+_EBAR = MappingProxyType({"fmt": "none", "ecolor": "black", "elinewidth": 0.7, "capsize": 1.5})
+_SLANT = MappingProxyType({"rotation": 35, "ha": "right", "rotation_mode": "anchor", "fontsize": 7})
+_NOTE = MappingProxyType({"textcoords": "offset points", "ha": "center"})
+_RED = "#b00000"
+_DPI = 110
 
 
-def _color(backend: str, order: list[str]) -> str:
+# -------------------------------------------------------------------------------------- helpers
+def _color(backend: str) -> str:
     if backend in _COLORS:
         return _COLORS[backend]
-    return _FALLBACK[order.index(backend) % len(_FALLBACK)] if backend in order else "#7f7f7f"
+    return _FALLBACK[sum(map(ord, backend)) % len(_FALLBACK)]
 
 
-def _plt() -> Any:
+@contextmanager
+def _style() -> Iterator[None]:
     import matplotlib
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    plt.rcParams.update(
-        {
-            "figure.dpi": 110,
-            "font.size": 9,
-            "axes.titlesize": 10,
-            "axes.grid": True,
-            "grid.alpha": 0.3,
-        }
-    )
-    return plt
+    with matplotlib.rc_context(_STYLE):
+        yield
 
 
-def _short(key: str) -> str:
-    p = Problem.parse(key)
-    return f"{p.m}x{p.n}x{p.k}"
+def _figure(width: float, height: float) -> Any:
+    """A Figure on the Agg canvas, laid out by constrained layout."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(width, height), layout="constrained")
+    FigureCanvasAgg(fig)
+    return fig
+
+
+def save_figure(fig: Any, path: Path) -> None:
+    """Write a PNG without the Software chunk (its only varying metadata)."""
+    fig.savefig(path, dpi=_DPI, format="png", metadata={"Software": None})
 
 
 def _empty(ax: Any, text: str) -> None:
@@ -70,288 +144,329 @@ def _empty(ax: Any, text: str) -> None:
     ax.set_yticks([])
 
 
-# ----------------------------------------------------------------------------------- cross-DSL
-def plot_cross_dsl(ds: Dataset, path: Path) -> None:
-    plt = _plt()
-    finals = ds.final_kernels()
-    problems = ds.problems()
-    dtypes = sorted({Problem.parse(k).dtype for k in problems}) or ["fp16"]
-    per_dtype = max(sum(Problem.parse(k).dtype == d for k in problems) for d in dtypes)
-    fig, axes = plt.subplots(
-        len(dtypes),
-        1,
-        figsize=(max(7.0, 0.75 * per_dtype + 3), 3.6 * len(dtypes)),
-        squeeze=False,
-    )
-    order = list(finals)
-    for ax, dtype in zip(axes[:, 0], dtypes):
-        keys = [k for k in problems if Problem.parse(k).dtype == dtype]
-        if not keys:
-            _empty(ax, f"no {dtype} results")
-            continue
-        width = 0.8 / max(1, len(finals))
-        for j, (backend, kid) in enumerate(finals.items()):
-            xs, ys = [], []
-            for i, key in enumerate(keys):
-                r = ds.lookup(kid, key)
-                if r and r["status"] == "ok" and r.get("tflops"):
-                    xs.append(i - 0.4 + width * (j + 0.5))
-                    ys.append(r["tflops"])
-            ax.bar(xs, ys, width=width * 0.95, color=_color(backend, order), label=kid)
-        labelled = False
-        for i, key in enumerate(keys):
-            ref = ds.cublas(key)
-            if ref:
-                ax.hlines(
-                    ref["tflops"],
-                    i - 0.45,
-                    i + 0.45,
-                    colors=_COLORS["cublas"],
-                    linewidth=2,
-                    label=None if labelled else "cuBLAS (torch.matmul)",
-                )
-                if not finals:
-                    ax.text(
-                        i,
-                        ref["tflops"],
-                        f"{ref['tflops']:.0f}",
-                        ha="center",
-                        va="bottom",
-                        fontsize=7,
-                    )
-                labelled = True
-        ax.set_xticks(range(len(keys)), [_short(k) for k in keys], rotation=30, ha="right")
-        ax.set_ylabel("TFLOPS")
-        ax.set_title(f"Final kernel of each DSL vs cuBLAS, {dtype} (MxNxK)")
-        ax.set_ylim(bottom=0)
-        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
-    fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
+def _dtypes(problems: Iterable[Problem]) -> list[str]:
+    return list(dict.fromkeys(p.dtype for p in problems))
 
 
-# -------------------------------------------------------------------------------------- k-sweep
-def _ksweep_keys(ds: Dataset, dtype: str) -> list[str]:
-    keys = [k for k in ds.problems() if Problem.parse(k).dtype == dtype]
-    keys = [k for k in keys if Problem.parse(k).m == 8192 and Problem.parse(k).n == 8192]
-    return sorted(keys, key=lambda k: Problem.parse(k).k)
+def _ksweep(problems: Iterable[Problem], dtype: str) -> list[Problem]:
+    """Problems at M = N = 8192 (8192^3 included as the K = 8192 point), by K."""
+    ps = [p for p in problems if p.dtype == dtype and p.m == p.n == KSWEEP_MN]
+    return sorted(ps, key=lambda p: p.k)
 
 
-def plot_ksweep(ds: Dataset, path: Path) -> None:
-    plt = _plt()
-    dtypes = sorted({Problem.parse(k).dtype for k in ds.problems()}) or ["fp16"]
-    fig, axes = plt.subplots(
-        1, len(dtypes), figsize=(5.5 * len(dtypes), 3.8), squeeze=False, sharey=True
-    )
-    finals = ds.final_kernels()
-    order = list(finals)
-    for ax, dtype in zip(axes[0], dtypes):
-        keys = _ksweep_keys(ds, dtype)
-        if len(keys) < 2:
-            _empty(ax, f"no K-sweep ({dtype}) results")
-            continue
-        ks = [Problem.parse(k).k for k in keys]
-        ref = [ds.cublas(k) for k in keys]
-        ax.plot(
-            [k for k, r in zip(ks, ref) if r],
-            [r["tflops"] for r in ref if r],
-            "k--o",
-            markersize=3,
-            label="cuBLAS",
+def _panel_problems(problems: list[Problem], dtype: str, fam: str) -> list[Problem]:
+    if fam == "ksweep":
+        ps = _ksweep(problems, dtype)
+        return ps if any(family(p) == "ksweep" for p in ps) else []
+    return [p for p in problems if p.dtype == dtype and family(p) == fam]
+
+
+def _tick(p: Problem, fam: str) -> str:
+    return {"square": str(p.m), "ksweep": str(p.k)}.get(fam, f"{p.m}x{p.n}x{p.k}")
+
+
+def _reference(ds: Dataset, p: Problem, picks: Iterable[BenchRecord | None]) -> BenchRecord | None:
+    """cuBLAS for ``p``, from the run of the first timed kernel record shown beside it."""
+    like = next((r for r in picks if r is not None and r.timed), None)
+    return ds.cublas(p, like)
+
+
+def _cfg(rec: BenchRecord | CodegenRecord | None) -> str:
+    return f"`{rec.config}`" if rec is not None and rec.config else "-"
+
+
+# ------------------------------------------------------------------------------------ cross-DSL
+def figure_cross_dsl(ds: Dataset) -> Any:
+    """TFLOPS row and % of cuBLAS row per dtype; one column per problem family."""
+    with _style():
+        finals = ds.final_kernels()
+        problems = ds.problems()
+        dtypes = _dtypes(problems) or ["fp16"]
+        fams = [f for f in FAMILIES if any(_panel_problems(problems, d, f) for d in dtypes)]
+        fams = fams or ["square"]
+        widths = [max(2, *(len(_panel_problems(problems, d, f)) for d in dtypes)) for f in fams]
+        series = 1 + len(finals)
+        fig = _figure(
+            max(7.0, sum(widths) * (0.28 * series + 0.25) + 1.5), 2.7 * 2 * len(dtypes) + 0.6
         )
-        for backend, kid in finals.items():
-            pts = [(k, ds.lookup(kid, key)) for k, key in zip(ks, keys)]
-            pts = [
-                (k, r["tflops"]) for k, r in pts if r and r["status"] == "ok" and r.get("tflops")
+        axes = fig.subplots(2 * len(dtypes), len(fams), squeeze=False, width_ratios=widths)
+        handles: dict[str, Any] = {}
+        for row, dtype in enumerate(dtypes):
+            for col, fam in enumerate(fams):
+                ax_t, ax_p = axes[2 * row, col], axes[2 * row + 1, col]
+                keys = _panel_problems(problems, dtype, fam)
+                if not keys:
+                    _empty(ax_t, f"no {dtype} {fam} results")
+                    ax_p.set_visible(False)
+                    continue
+                _cross_panel(ds, ax_t, ax_p, keys, fam, finals, handles)
+                ax_t.set_title(f"{dtype}, {_FAMILY_TITLE[fam]}")
+                if col == 0:
+                    ax_t.set_ylabel("TFLOPS (p20-p80)")
+                    ax_p.set_ylabel("% of cuBLAS (same run)")
+        fig.legend(
+            list(handles.values()),
+            list(handles),
+            loc="outside lower center",
+            ncol=min(4, max(1, len(handles))),
+        )
+        fig.suptitle("Final kernel of each DSL vs cuBLAS (torch.matmul)")
+    return fig
+
+
+def _cross_panel(
+    ds: Dataset,
+    ax_t: Any,
+    ax_p: Any,
+    keys: list[Problem],
+    fam: str,
+    finals: dict[str, str],
+    handles: dict[str, Any],
+) -> None:
+    n = 1 + len(finals)
+    width = 0.8 / n
+    picks = {p: [ds.pick(k, p) for k in finals.values()] for p in keys}
+    refs = {p: _reference(ds, p, picks[p]) for p in keys}
+    cols: list[tuple[str, str, list[BenchRecord | None]]] = [
+        ("cublas", "cuBLAS (torch.matmul)", [refs[p] for p in keys])
+    ]
+    cols += [(b, k, [picks[p][j] for p in keys]) for j, (b, k) in enumerate(finals.items())]
+    pct_lo, pct_hi = [100.0], [100.0]
+    for j, (backend, label, recs) in enumerate(cols):
+        offset = -0.4 + width * (j + 0.5)
+        xs, mids, errs = [], [], ([], [])
+        for i, rec in enumerate(recs):
+            band = tflops_range(rec) if rec is not None else None
+            if band is None:
+                continue
+            xs.append(i + offset)
+            mids.append(band[1])
+            errs[0].append(band[1] - band[0])
+            errs[1].append(band[2] - band[1])
+        bars = ax_t.bar(xs, mids, width * 0.92, color=_color(backend), label=label)
+        ax_t.errorbar(xs, mids, yerr=errs, **_EBAR)
+        handles.setdefault(label, bars)
+        if backend == "cublas":
+            continue
+        for i, rec in enumerate(recs):
+            if rec is None:
+                continue
+            x, pct = i + offset, ds.pct_of_cublas(rec)
+            if pct is None or rec.timing is None:
+                text = "not timed" if rec.status.value == "ok" else rec.status.value
+                ax_p.text(x, 100, text, rotation=90, ha="center", fontsize=6, color=_RED)
+                continue
+            t = rec.timing
+            lo, hi = pct * t.median_ms / t.p80_ms, pct * t.median_ms / t.p20_ms
+            pct_lo.append(lo)
+            pct_hi.append(hi)
+            ax_p.bar(x, pct - 100, width * 0.92, bottom=100, color=_color(backend))
+            ax_p.errorbar(x, pct, yerr=[[pct - lo], [hi - pct]], **_EBAR)
+            up = pct >= 100
+            ax_p.annotate(
+                f"{pct:.1f}",
+                (x, hi if up else lo),
+                xytext=(0, 2 if up else -2),
+                va="bottom" if up else "top",
+                rotation=90,
+                fontsize=6,
+                **_NOTE,
+            )
+    ax_p.axhline(100, color=_COLORS["cublas"], linewidth=0.9)
+    span = max(max(pct_hi) - min(pct_lo), 2.0)
+    ax_p.set_ylim(min(pct_lo) - 0.35 * span, max(pct_hi) + 0.35 * span)
+    ax_t.set_ylim(bottom=0)
+    ax_t.margins(y=0.08)
+    ticks = [_tick(p, fam) for p in keys]
+    for ax in (ax_t, ax_p):
+        ax.set_xticks(range(len(keys)), ticks, rotation=30 if fam == "other" else 0)
+        ax.set_xlim(-0.55, len(keys) - 0.45)
+    ax_p.set_xlabel(
+        {"square": "M = N = K", "ksweep": f"K  (M = N = {KSWEEP_MN})"}.get(fam, "MxNxK")
+    )
+
+
+# -------------------------------------------------------------------------------------- K sweep
+def figure_ksweep(ds: Dataset) -> Any:
+    """TFLOPS against K at M = N = 8192 per dtype, with p20-p80 error bars."""
+    with _style():
+        problems = ds.problems()
+        dtypes = _dtypes(problems) or ["fp16"]
+        fig = _figure(5.2 * len(dtypes) + 0.6, 4.0)
+        axes = fig.subplots(1, len(dtypes), squeeze=False)
+        finals = ds.final_kernels()
+        for ax, dtype in zip(axes[0], dtypes, strict=True):
+            keys = _ksweep(problems, dtype)
+            if len(keys) < 2:
+                _empty(ax, f"no K sweep ({dtype}) results")
+                continue
+            picks = {p: [ds.pick(k, p) for k in finals.values()] for p in keys}
+            lines = [("cublas", "cuBLAS", [_reference(ds, p, picks[p]) for p in keys], "--")]
+            lines += [
+                (b, k, [picks[p][j] for p in keys], "-") for j, (b, k) in enumerate(finals.items())
             ]
-            if pts:
-                ax.plot(*zip(*pts), "-o", markersize=3, color=_color(backend, order), label=kid)
-        ax.set_xscale("log", base=2)
-        ax.set_xticks(ks, [str(k) for k in ks])
-        ax.set_xlabel("K  (M = N = 8192)")
-        ax.set_ylabel("TFLOPS")
-        ax.set_ylim(bottom=0)
-        ax.set_title(f"K sweep, {dtype}")
-        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(0.0, -0.2), borderaxespad=0)
-    fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
+            lo_all, hi_all = [], []
+            for backend, label, recs, style in lines:
+                pts = [(p.k, tflops_range(r)) for p, r in zip(keys, recs, strict=True) if r]
+                pts = [(k, b) for k, b in pts if b is not None]
+                if not pts:
+                    continue
+                ks = [k for k, _ in pts]
+                mid = [b[1] for _, b in pts]
+                err = [[b[1] - b[0] for _, b in pts], [b[2] - b[1] for _, b in pts]]
+                kw = {"markersize": 3, "capsize": 2, "color": _color(backend), "label": label}
+                ax.errorbar(ks, mid, yerr=err, fmt=style + "o", **kw)
+                lo_all += [b[0] for _, b in pts]
+                hi_all += [b[2] for _, b in pts]
+            ks = [p.k for p in keys]
+            ax.set_xscale("log", base=2)
+            ax.set_xticks(ks, [str(k) for k in ks])
+            ax.minorticks_off()
+            ax.set_xlabel(f"K  (M = N = {KSWEEP_MN})")
+            ax.set_ylabel("TFLOPS (p20-p80)")
+            if lo_all:
+                pad = max(0.05 * (max(hi_all) - min(lo_all)), 0.01 * max(hi_all))
+                ax.set_ylim(min(lo_all) - pad, max(hi_all) + pad)
+            ax.set_title(f"K sweep, {dtype}")
+            ax.legend(loc="lower right")
+    return fig
 
 
 # ---------------------------------------------------------------------------------------- chain
-def chain_problem(ds: Dataset, requested: str | None = None) -> str | None:
-    """The problem the chain panels show: the requested one, 4096^3 fp16, or the largest square."""
-    keys = ds.problems()
-    if requested:
-        key = Problem.parse(requested).key
-        return key if key in keys else None
-    if "4096x4096x4096-fp16" in keys:
-        return "4096x4096x4096-fp16"
-    squares = [
-        k for k in keys if len({Problem.parse(k).m, Problem.parse(k).n, Problem.parse(k).k}) == 1
-    ]
-    return squares[-1] if squares else (keys[-1] if keys else None)
+def figure_chain(ds: Dataset, problem: Problem | None) -> Any:
+    """Median time per rung, one panel per backend, shared log axis."""
+    with _style():
+        from matplotlib.ticker import FormatStrFormatter
 
-
-def chain_table(ds: Dataset, problem_key: str) -> dict[str, list[dict[str, Any]]]:
-    """backend -> one row per rung 1..7 (kernel, median ms or None, step and total speedup)."""
-    table: dict[str, list[dict[str, Any]]] = {}
-    for backend in ds.backends():
-        recs = [r for r in ds.bench if r["backend"] == backend and r["problem_key"] == problem_key]
-        by_rung: dict[int, dict[str, Any]] = {}
-        for r in sorted(recs, key=lambda r: (r["arch"] != "sm_90a", r["rung"])):
-            by_rung.setdefault(r["rung"], r)
-        rows, prev, first = [], None, None
-        for rung in range(1, 8):
-            r = by_rung.get(rung)
-            ms = r["timing"]["median_ms"] if r and r["status"] == "ok" and r.get("timing") else None
-            step = prev / ms if (ms and prev) else None
-            if ms and first is None:
-                first = ms
-            rows.append(
-                {
-                    "rung": rung,
-                    "name": Rung(rung).label,
-                    "kernel": r["kernel"] if r else None,
-                    "status": r["status"] if r else "missing",
-                    "median_ms": ms,
-                    "step": step,
-                    "total": first / ms if (ms and first) else None,
-                    "tflops": r.get("tflops") if r else None,
-                }
-            )
-            prev = ms or prev
-        table[backend] = rows
-    return table
-
-
-def plot_chain(ds: Dataset, path: Path, problem_key: str | None) -> None:
-    plt = _plt()
-    from matplotlib.ticker import FormatStrFormatter
-
-    backends = ds.backends()
-    n = max(1, len(backends))
-    fig, axes = plt.subplots(1, n, figsize=(max(6.0, 4.2 * n), 4.4), squeeze=False, sharey=True)
-    if problem_key is None or not backends:
-        _empty(axes[0, 0], "no DSL rungs measured yet")
-        fig.suptitle("Speedup chain")
-        fig.tight_layout()
-        fig.savefig(path)
-        plt.close(fig)
-        return
-    table = chain_table(ds, problem_key)
-    all_ms = [row["median_ms"] for rows in table.values() for row in rows if row["median_ms"]]
-    for ax, backend in zip(axes[0], backends):
-        rows = table[backend]
-        ref = ds.cublas(problem_key, backend)
-        xs = [row["rung"] for row in rows if row["median_ms"]]
-        ys = [row["median_ms"] for row in rows if row["median_ms"]]
-        ax.plot(xs, ys, "-o", color=_color(backend, backends), markersize=4)
-        for row in rows:
-            if row["median_ms"]:
-                label = f"{row['median_ms']:.3g} ms"
-                if row["step"]:
-                    label += f"\nx{row['step']:.2f} step"
-                if row["total"] and row["rung"] != xs[0]:
-                    label += f"\nx{row['total']:.1f} total"
-                ax.annotate(
-                    label,
-                    (row["rung"], row["median_ms"]),
-                    textcoords="offset points",
-                    xytext=(0, 7),
-                    ha="center",
-                    fontsize=6.5,
+        backends = ds.backends()
+        n = max(1, len(backends))
+        fig = _figure(max(6.0, 4.2 * n), 4.6)
+        axes = fig.subplots(1, n, squeeze=False, sharey=True)
+        if problem is None or not backends:
+            _empty(axes[0, 0], "no DSL rungs measured yet")
+            fig.suptitle("Speedup chain")
+            return fig
+        table = chain_table(ds, problem)
+        all_ms = [v for rows in table.values() for row in rows for v in (row.p20_ms, row.p80_ms)]
+        all_ms = [v for v in all_ms if v]
+        for ax, backend in zip(axes[0], backends, strict=True):
+            rows = table[backend]
+            timed = [row for row in rows if row.median_ms]
+            last = ds.pick(timed[-1].kernel, problem) if timed and timed[-1].kernel else None
+            ref = ds.cublas(problem, last)
+            if timed:
+                ms = [row.median_ms or 0.0 for row in timed]
+                err = [
+                    [m - (row.p20_ms or m) for m, row in zip(ms, timed, strict=True)],
+                    [(row.p80_ms or m) - m for m, row in zip(ms, timed, strict=True)],
+                ]
+                ax.errorbar(
+                    [row.rung for row in timed],
+                    ms,
+                    yerr=err,
+                    fmt="-o",
+                    markersize=4,
+                    capsize=2.5,
+                    color=_color(backend),
                 )
-            else:
-                ax.annotate(
-                    row["status"],
-                    (row["rung"], 0.5),
-                    xycoords=("data", "axes fraction"),
-                    ha="center",
-                    va="center",
-                    fontsize=7,
-                    color="#b00000",
-                    rotation=90,
-                )
-        if ref:
-            ax.axhline(
-                ref["timing"]["median_ms"],
-                color="k",
-                linestyle="--",
-                linewidth=1,
-                label=f"cuBLAS {ref['timing']['median_ms']:.3g} ms",
-            )
-            ax.legend(fontsize=7, loc="upper right")
-        ax.set_yscale("log")
-        ax.yaxis.set_major_formatter(FormatStrFormatter("%g"))
-        ax.yaxis.set_minor_formatter(FormatStrFormatter("%g"))
-        ax.set_xticks(
-            range(1, 8),
-            [f"{i} {Rung(i).label}" for i in range(1, 8)],
-            fontsize=7,
-            rotation=35,
-            ha="right",
-            rotation_mode="anchor",
-        )
-        ax.set_xlim(0.5, 7.5)
-        ax.set_title(backend)
+            for row in rows:
+                _annotate_rung(ax, row, first=bool(timed) and row is timed[0])
+            if ref and ref.median_ms:
+                label = f"cuBLAS {ref.median_ms:.3g} ms"
+                ax.axhline(ref.median_ms, color="k", linestyle="--", linewidth=1, label=label)
+                ax.legend(loc="upper right")
+                all_ms.append(ref.median_ms)
+            ax.set_yscale("log")
+            ax.yaxis.set_major_formatter(FormatStrFormatter("%g"))
+            ax.yaxis.set_minor_formatter(FormatStrFormatter("%g"))
+            ax.set_xticks(range(1, 8), [f"{i} {Rung(i).label}" for i in range(1, 8)], **_SLANT)
+            ax.set_xlim(0.5, 7.5)
+            ax.set_title(backend)
         if all_ms:
-            lo = min(all_ms + ([ref["timing"]["median_ms"]] if ref else []))
-            ax.set_ylim(lo / 2.0, max(all_ms) * 4.0)
-    axes[0, 0].set_ylabel("median time per GEMM (ms, log)")
-    fig.suptitle(f"Speedup chain, {problem_key}: each rung changes one thing")
-    fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
+            axes[0, 0].set_ylim(min(all_ms) / 2.5, max(all_ms) * 4.0)
+        axes[0, 0].set_ylabel("median time per GEMM (ms, log; p20-p80 bars)")
+        fig.suptitle(f"Speedup chain at {problem.key}: each rung changes one thing")
+    return fig
+
+
+def _annotate_rung(ax: Any, row: ChainRow, first: bool) -> None:
+    if row.median_ms is None:
+        ax.annotate(
+            row.status,
+            (row.rung, 0.5),
+            xycoords=("data", "axes fraction"),
+            ha="center",
+            va="center",
+            fontsize=7,
+            color=_RED,
+            rotation=90,
+        )
+        return
+    label = f"{row.median_ms:.3g} ms"
+    if row.step:
+        label += f"\nx{row.step:.2f} step"
+    if row.total and not first:
+        label += f"\nx{row.total:.1f} total"
+    ax.annotate(
+        label,
+        (row.rung, row.p80_ms or row.median_ms),
+        xytext=(0, 4),
+        va="bottom",
+        fontsize=6.5,
+        **_NOTE,
+    )
+    if row.rung == 7 and row.config:
+        ax.annotate(
+            row.config.replace(",", ",\n"),
+            (row.rung, row.p20_ms or row.median_ms),
+            xytext=(0, -4),
+            va="top",
+            fontsize=6,
+            color="#555555",
+            **_NOTE,
+        )
 
 
 # ------------------------------------------------------------------------------------- heat map
-def pct_table(ds: Dataset) -> tuple[list[str], list[str], list[list[float | None]]]:
-    """Rows (final kernels), columns (problems), % of cuBLAS in the same run."""
-    finals = list(ds.final_kernels().values())
-    cols = ds.problems()
-    grid = []
-    for kid in finals:
-        row = []
-        for key in cols:
-            r = ds.lookup(kid, key)
-            row.append(r.get("pct_of_cublas") if r and r["status"] == "ok" else None)
-        grid.append(row)
-    keep = [j for j in range(len(cols)) if any(row[j] is not None for row in grid)]
-    return finals, [cols[j] for j in keep], [[row[j] for j in keep] for row in grid]
+def figure_heatmap(ds: Dataset) -> Any:
+    """% of cuBLAS, diverging at 100, clipped to 90..110; every cell labelled to 0.1 %. One
+    panel per dtype, so the column labels stay short."""
+    with _style():
+        from matplotlib.colors import Normalize
 
-
-def plot_heatmap(ds: Dataset, path: Path) -> None:
-    plt = _plt()
-    rows, cols, grid = pct_table(ds)
-    fig, ax = plt.subplots(
-        figsize=(max(6.0, 0.55 * len(cols) + 3), max(2.2, 0.5 * len(rows) + 1.8))
-    )
-    if not rows or not cols:
-        _empty(ax, "no DSL kernels measured yet")
-        ax.set_title("% of cuBLAS (same run)")
-        fig.tight_layout()
-        fig.savefig(path)
-        plt.close(fig)
-        return
-    import numpy as np
-
-    data = np.array([[math.nan if v is None else v for v in row] for row in grid], dtype=float)
-    im = ax.imshow(data, cmap="RdYlGn", vmin=50, vmax=150, aspect="auto")
-    for i in range(len(rows)):
-        for j in range(len(cols)):
-            v = data[i, j]
-            ax.text(
-                j, i, "-" if math.isnan(v) else f"{v:.0f}", ha="center", va="center", fontsize=7
+        rows, cols, grid = pct_table(ds)
+        dtypes = _dtypes(cols)
+        per = max([sum(p.dtype == d for p in cols) for d in dtypes] or [0])
+        fig = _figure(max(6.0, 0.62 * per + 3.8), max(2.6, len(dtypes) * (0.5 * len(rows) + 1.5)))
+        axes = fig.subplots(max(1, len(dtypes)), 1, squeeze=False)[:, 0]
+        fig.suptitle("% of cuBLAS in the same run (above 100 = faster than cuBLAS)")
+        if not rows or not cols:
+            _empty(axes[0], "no DSL kernels measured yet")
+            return fig
+        norm = Normalize(*_HEAT_RANGE, clip=True)
+        half = _HEAT_RANGE[1] - 100.0
+        for ax, dtype in zip(axes, dtypes, strict=True):
+            js = [j for j, p in enumerate(cols) if p.dtype == dtype]
+            sub = [[row[j] for j in js] for row in grid]
+            data = [[math.nan if v is None else v for v in row] for row in sub]
+            im = ax.imshow(data, cmap="RdBu", norm=norm, aspect="auto")
+            for i, row in enumerate(sub):
+                for j, v in enumerate(row):
+                    dark = v is not None and abs(v - 100.0) > 0.6 * half
+                    text = "-" if v is None else f"{v:.1f}"
+                    color = "white" if dark else "black"
+                    ax.text(j, i, text, ha="center", va="center", fontsize=7, color=color)
+            ax.set_xticks(
+                range(len(js)), [f"{cols[j].m}x{cols[j].n}x{cols[j].k}" for j in js], **_SLANT
             )
-    ax.set_xticks(range(len(cols)), [k.replace("-", "\n") for k in cols], rotation=90, fontsize=7)
-    ax.set_yticks(range(len(rows)), rows, fontsize=7)
-    ax.grid(False)
-    fig.colorbar(im, ax=ax, label="% of cuBLAS (100 = parity)")
-    ax.set_title("% of cuBLAS in the same run (higher is faster)")
-    fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
+            ax.set_yticks(range(len(rows)), rows, fontsize=7)
+            ax.set_title(dtype)
+            ax.grid(False)
+        lo, hi = _HEAT_RANGE
+        fig.colorbar(
+            im, ax=list(axes), extend="both", label=f"% of cuBLAS (clipped to {lo:g}-{hi:g})"
+        )
+    return fig
 
 
 # ------------------------------------------------------------------------------------- markdown
@@ -359,261 +474,467 @@ def _fmt(v: Any, spec: str = ".1f") -> str:
     return "-" if v is None else format(v, spec)
 
 
-def _md_table(header: list[str], rows: Iterable[list[str]]) -> list[str]:
+def _cell(text: str | None) -> str:
+    return " ".join((text or "").split()).replace("|", "\\|")
+
+
+def _md_table(header: str | list[str], rows: Iterable[list[str]]) -> list[str]:
+    """A markdown table; ``header`` is a list or one string of ``" | "``-separated names."""
+    if isinstance(header, str):
+        header = header.split(" | ")
     out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    out += ["| " + " | ".join(r) + " |" for r in rows]
-    return out
+    return out + ["| " + " | ".join(r) + " |" for r in rows]
+
+
+def _run_names(ds: Dataset) -> dict[int, str]:
+    """id(document) -> "run N" (bench documents, numbered oldest first from 1)."""
+    return {id(d): f"run {i}" for i, d in enumerate(ds.runs, 1)}
 
 
 def environment_lines(ds: Dataset) -> list[str]:
+    """One bullet per run: device, driver and CUDA, power and clocks, versions, timer."""
     lines = []
-    for env in ds.environments:
-        pk = {k: v for k, v in (env.get("packages") or {}).items() if v}
-        t = env.get("timer") or {}
+    for i, doc in enumerate(ds.runs, 1):
+        env = doc.environment
         l2 = env.get("l2_bytes")
-        lines.append(
-            f"- **{env.get('gpu', env.get('device', '?'))}** ({env.get('sm_count', '?')} SMs, "
-            f"L2 {l2 / 2**20:.0f} MiB, "
-            if l2
-            else f"- **{env.get('gpu', env.get('device', '?'))}** ("
-        )
-        lines[-1] += (
-            f"driver {env.get('driver', '?')}, CUDA {env.get('torch_cuda', '?')}, power limit "
-            f"{_fmt(env.get('power_limit_w'), '.0f')} W, max SM clock "
-            f"{env.get('max_sm_clock_mhz', '?')} MHz); run {env.get('created', '?')}, git "
-            f"`{(env.get('git_sha') or '?')[:10]}`{' (dirty)' if env.get('git_dirty') else ''}; "
-            + ", ".join(f"{k} {v}" for k, v in pk.items())
-            + f"; timer: warm-up {t.get('warmup_s')} s, >= {t.get('min_samples')} samples and "
-            f"{t.get('min_time_s')} s, {t.get('rounds')} round-robin rounds, inputs rotated over "
-            f">= {t.get('rotate_factor')}x L2. File: `{Path(env.get('file', '?')).name}`"
-        )
+        t = env.get("timer") or {}
+        run = env.get("run") or {}
+        pk = ", ".join(f"{k} {v}" for k, v in (env.get("packages") or {}).items() if v)
+        dirty = {True: " (uncommitted changes)", False: ""}.get(env.get("git_dirty"), "")
+        kind = "tune run" if run.get("tune") else ("check-only run" if _check_only(doc) else "run")
+        lines += [
+            f"- **run {i}** `{Path(doc.source or '?').name}` ({kind}, created {doc.created}):",
+            f"  {env.get('gpu', env.get('device', '?'))}, {env.get('sm_count', '?')} SMs, L2 "
+            + (f"{l2 / 2**20:.0f} MiB" if l2 else "?")
+            + f"; driver {env.get('driver', '?')}, CUDA {env.get('torch_cuda', '?')}; power limit "
+            f"{_fmt(env.get('power_limit_w'), '.0f')} W; max clocks SM "
+            f"{env.get('max_sm_clock_mhz', '?')} MHz, memory {env.get('max_mem_clock_mhz', '?')} "
+            f"MHz; git `{env.get('git_sha') or '?'}`{dirty}",
+            f"  packages: {pk or '?'}",
+            f"  timer: warm-up {t.get('warmup_s', '?')} s; >= {t.get('min_samples', '?')} "
+            f"samples and >= {t.get('min_time_s', '?')} s per round (at most "
+            f"{t.get('max_samples', '?')}); {t.get('rounds', '?')} round-robin rounds; inputs "
+            f"rotated over >= {t.get('rotate_factor', '?')}x L2",
+        ]
+    for doc in ds.documents:
+        if doc.kind == "codegen":
+            env = doc.environment
+            pk = ", ".join(f"{k} {v}" for k, v in (env.get("packages") or {}).items() if v)
+            lines.append(
+                f"- codegen `{Path(doc.source or '?').name}` (created {doc.created}): "
+                f"{pk or '?'}; git `{env.get('git_sha') or '?'}`"
+            )
     return lines
 
 
-def render_markdown(ds: Dataset, figures: dict[str, str], chain_key: str | None) -> str:
-    md = ["# GEMM across DSLs: results", ""]
-    md += [
-        "Rendered by `python -m harness report` from the result files listed below; every "
-        "number comes from those files.",
-        "",
-        "## Environment",
-        "",
-    ]
-    md += environment_lines(ds) or ["- no bench results"]
-    md += ["", "## Cross-DSL performance", "", f"![cross-DSL TFLOPS]({figures['cross_dsl']})", ""]
+def _check_only(doc: Any) -> bool:
+    return bool(doc.bench) and all(r.timing is None for r in doc.bench)
+
+
+def _pick_cell(ds: Dataset, rec: BenchRecord | None, fallback: bool) -> str:
+    if rec is None:
+        return "-"
+    if not rec.timed:
+        return "correct, not timed" if rec.status.value == "ok" else rec.status.value
+    mark = " †" if fallback else ""
+    return f"{_fmt(rec.tflops)} ({_fmt(ds.pct_of_cublas(rec), '.1f')}%){mark}"
+
+
+def cross_table(ds: Dataset) -> list[str]:
+    """Problem x final kernel: TFLOPS and % of cuBLAS, with the config that ran."""
     finals = ds.final_kernels()
-    header = ["problem", "cuBLAS TFLOPS"] + [f"{k} TFLOPS (% cuBLAS)" for k in finals.values()]
-    rows = []
-    for key in ds.problems():
-        ref = ds.cublas(key)
-        row = [key, _fmt(ref["tflops"] if ref else None)]
-        for kid in finals.values():
-            r = ds.lookup(kid, key)
-            if r and r["status"] == "ok" and r.get("tflops"):
-                row.append(f"{r['tflops']:.1f} ({_fmt(r.get('pct_of_cublas'), '.0f')}%)")
-            else:
-                ok = r and r["status"] == "ok"
-                row.append("correct, not timed" if ok else (r["status"] if r else "-"))
+    problems = ds.problems()
+    picks = {p: [ds.pick(k, p) for k in finals.values()] for p in problems}
+    configured = {
+        k
+        for j, k in enumerate(finals.values())
+        if any(picks[p][j] and picks[p][j].config for p in problems)
+    }
+    header = ["problem", "cuBLAS TFLOPS"]
+    for k in finals.values():
+        header.append(f"{k} TFLOPS (% cuBLAS)")
+        if k in configured:
+            header.append(f"{k} config")
+    rows, any_fallback = [], False
+    for p in problems:
+        ref = _reference(ds, p, picks[p])
+        row = [p.key, _fmt(ref.tflops if ref else None)]
+        for j, k in enumerate(finals.values()):
+            rec = picks[p][j]
+            fb = ds.picked_fastest(k, p)
+            any_fallback |= fb
+            row.append(_pick_cell(ds, rec, fb))
+            if k in configured:
+                row.append(_cfg(rec))
         rows.append(row)
-    md += _md_table(header, rows)
-    md += [
-        "",
-        "## K sweep (M = N = 8192)",
-        "",
-        f"![K sweep]({figures['ksweep']})",
-        "",
-        "## Speedup chain",
-        "",
-        f"![speedup chain]({figures['chain']})",
-        "",
-    ]
-    if chain_key:
-        for backend, crow in chain_table(ds, chain_key).items():
-            md += [f"**{backend}** at {chain_key}:", ""]
-            md += _md_table(
-                ["rung", "kernel", "status", "median ms", "TFLOPS", "step", "total"],
-                [
-                    [
-                        f"{c['rung']} {c['name']}",
-                        c["kernel"] or "-",
-                        c["status"],
-                        _fmt(c["median_ms"], ".4f"),
-                        _fmt(c["tflops"]),
-                        _fmt(c["step"], ".2f"),
-                        _fmt(c["total"], ".1f"),
-                    ]
-                    for c in crow
-                ],
-            )
-            md += [""]
-    md += ["## % of cuBLAS", "", f"![percent of cuBLAS]({figures['pct_cublas']})", ""]
-    md += ["## All timed records", ""]
-    md += _md_table(
-        [
-            "kernel",
-            "problem",
-            "median ms",
-            "p20-p80 ms",
-            "cv",
-            "TFLOPS",
-            "TFLOPS/GHz",
-            "% cuBLAS",
-            "SM MHz",
-            "W",
-            "max err",
-        ],
-        [
-            [
-                r["kernel"],
-                r["problem_key"],
-                f"{r['timing']['median_ms']:.4f}",
-                f"{r['timing']['p20_ms']:.4f}-{r['timing']['p80_ms']:.4f}",
-                f"{r['timing']['cv']:.3f}",
-                _fmt(r.get("tflops")),
-                _fmt(r.get("tflops_per_ghz")),
-                _fmt(r.get("pct_of_cublas")),
-                _fmt((r.get("telemetry") or {}).get("sm_clock_mhz_mean"), ".0f"),
-                _fmt((r.get("telemetry") or {}).get("power_w_mean"), ".0f"),
-                _fmt((r.get("check") or {}).get("max_abs_err"), ".3g"),
-            ]
-            for r in sorted(ds.ok(), key=lambda r: (r["problem_key"], r["rung"], r["kernel"]))
-        ],
-    )
-    failures = [r for r in ds.bench if r["status"] not in ("ok",)]
-    md += ["", "## Not timed", ""]
-    if failures:
+    out = _md_table(header, rows)
+    if any_fallback:
+        out += [
+            "",
+            "† no record of the kernel's own config choice for this problem (a tune run only): "
+            "the fastest config measured is shown instead.",
+        ]
+    return out
+
+
+def chain_lines(ds: Dataset, problem: Problem | None) -> list[str]:
+    if problem is None:
+        return ["No chain measured yet."]
+    md: list[str] = []
+    for backend, rows in chain_table(ds, problem).items():
+        md += [f"**{backend}** at {problem.key}:", ""]
         md += _md_table(
-            ["kernel", "problem", "status", "reason"],
+            "rung | kernel | config | status | median ms | p20-p80 ms | TFLOPS | step | total",
             [
                 [
-                    r["kernel"],
-                    r["problem_key"],
-                    r["status"],
-                    (r.get("reason") or "").replace("|", "/")[:160],
+                    f"{c.rung} {c.name}",
+                    c.kernel or "-",
+                    (f"`{c.config}`" if c.config else "-") + (" †" if c.fastest_fallback else ""),
+                    c.status,
+                    _fmt(c.median_ms, ".4f"),
+                    f"{c.p20_ms:.4f}-{c.p80_ms:.4f}" if c.p20_ms and c.p80_ms else "-",
+                    _fmt(c.tflops),
+                    _fmt(c.step, ".2f"),
+                    _fmt(c.total, ".1f"),
                 ]
-                for r in failures
+                for c in rows
             ],
         )
-    else:
-        md += ["Every selected kernel ran correctly on every problem."]
-    md += ["", "## Codegen (compile-only)", ""]
-    md += codegen_lines(ds)
-    md += ["", "Sources: " + ", ".join(f"`{Path(s).name}`" for s in ds.sources), ""]
-    return "\n".join(md)
+        md += [""]
+    return md
+
+
+def tuning_lines(ds: Dataset) -> list[str]:
+    """Every timed config of every (kernel, problem) that has more than one."""
+    groups = ds.config_groups()
+    if not groups:
+        return ["No kernel has more than one timed config for a problem yet."]
+    names = _run_names(ds)
+    md: list[str] = []
+    for kernel, problem, recs in groups:
+        md += [f"**{kernel}** at {problem.key}:", ""]
+        rows = []
+        for i, r in enumerate(recs):
+            marks = (["fastest"] if i == 0 else []) + (["selected"] if r.selected else [])
+            t = r.timing
+            rows.append(
+                [
+                    _cfg(r),
+                    _fmt(r.median_ms, ".4f"),
+                    f"{t.p20_ms:.4f}-{t.p80_ms:.4f}" if t else "-",
+                    _fmt(ds.pct_of_cublas(r), ".1f"),
+                    _fmt(r.tflops_per_ghz),
+                    ", ".join(marks) or "-",
+                    names.get(id(ds.run_of(r)), "?"),
+                ]
+            )
+        md += _md_table(
+            "config | median ms | p20-p80 ms | % of cuBLAS (same run) | TFLOPS/GHz | mark | run",
+            rows,
+        )
+        md += [""]
+    return md
+
+
+def records_lines(ds: Dataset) -> list[str]:
+    names = _run_names(ds)
+    recs = sorted(
+        ds.timed(),
+        key=lambda r: (
+            problem_order(r.problem),
+            backend_order(r.backend),
+            r.rung,
+            r.kernel,
+            r.config or "",
+        ),
+    )
+    return _md_table(
+        "kernel | config | sel. | problem | median ms | p20-p80 ms | cv | TFLOPS | TFLOPS/GHz | "
+        "% cuBLAS | SM MHz | W | max err | run",
+        [
+            [
+                r.kernel,
+                _cfg(r),
+                {True: "yes", False: "no"}.get(r.selected, "-"),  # type: ignore[arg-type]
+                r.problem.key,
+                f"{r.timing.median_ms:.4f}",
+                f"{r.timing.p20_ms:.4f}-{r.timing.p80_ms:.4f}",
+                f"{r.timing.cv:.3f}",
+                _fmt(r.tflops),
+                _fmt(r.tflops_per_ghz),
+                _fmt(ds.pct_of_cublas(r)),
+                _fmt(r.telemetry.sm_clock_mhz_mean if r.telemetry else None, ".0f"),
+                _fmt(r.telemetry.power_w_mean if r.telemetry else None, ".0f"),
+                _fmt(r.check.max_abs_err if r.check else None, ".3g"),
+                names.get(id(ds.run_of(r)), "?"),
+            ]
+            for r in recs
+            if r.timing is not None
+        ],
+    )
+
+
+def failure_lines(ds: Dataset) -> list[str]:
+    """Failures (wrong, error, timeout) first, then declared limitations, each with its reason."""
+    names = _run_names(ds)
+    bad = [r for r in ds.bench if r.status.value != "ok"]
+    bad.sort(
+        key=lambda r: (
+            not r.status.failed,
+            backend_order(r.backend),
+            r.rung,
+            r.kernel,
+            problem_order(r.problem),
+        )
+    )
+    checked = [r for r in ds.bench if r.status.value == "ok" and r.timing is None]
+    failed = sum(r.status.failed for r in bad)
+    md = [f"{failed} failed (wrong result, error, timeout), {len(bad) - failed} unsupported."]
+    if bad:
+        md += [""]
+        md += _md_table(
+            "kernel | config | problem | status | reason | run",
+            [
+                [
+                    r.kernel,
+                    _cfg(r),
+                    r.problem.key,
+                    r.status.value,
+                    _cell(r.reason)[:200],
+                    names.get(id(ds.run_of(r)), "?"),
+                ]
+                for r in bad
+            ],
+        )
+    if checked:
+        kernels = {r.kernel for r in checked}
+        md += [
+            "",
+            f"Checked for correctness without timing (all correct): {len(checked)} records of "
+            f"{len(kernels)} kernels on {len({r.problem for r in checked})} problems.",
+        ]
+    return md
 
 
 def codegen_lines(ds: Dataset) -> list[str]:
     if not ds.codegen:
         return ["No codegen results (run `python -m harness codegen`)."]
+    recs = sorted(ds.codegen, key=lambda r: (backend_order(r.backend), r.arch, r.rung, r.kernel))
     return _md_table(
-        [
-            "kernel",
-            "arch",
-            "status",
-            "registers",
-            "spills (B)",
-            "smem (B)",
-            "compile s",
-            "lines",
-            "PTX features",
-            "via raw PTX",
-            "notes",
-        ],
+        "kernel | config | arch | status | registers | spills (B) | smem (B) | compile s | lines | "
+        "PTX features | via raw PTX | notes",
         [
             [
-                r["kernel"],
-                r["arch"],
-                r["status"]
-                if r["status"] == "ok"
-                else f"{r['status']}: {(r.get('reason') or '')[:60]}",
-                _fmt(r.get("registers"), "d"),
-                _fmt(r.get("spill_bytes"), "d"),
-                _fmt(r.get("shared_bytes"), "d"),
-                _fmt(r.get("compile_seconds"), ".2f"),
-                _fmt(r.get("lines_of_code"), "d"),
-                ", ".join(r.get("features") or []) or "-",
-                ", ".join(r.get("raw_ptx") or []) or "-",
-                "; ".join(r.get("notes") or []).replace("|", "/") or "-",
+                r.kernel,
+                _cfg(r),
+                r.arch,
+                r.status.value
+                if r.status.value == "ok"
+                else f"{r.status.value}: {_cell(r.reason)[:60]}",
+                _fmt(r.registers, "d"),
+                _fmt(r.spill_bytes, "d"),
+                _fmt(r.shared_bytes, "d"),
+                _fmt(r.compile_seconds, ".2f"),
+                _fmt(r.lines_of_code, "d"),
+                ", ".join(r.features) or "-",
+                ", ".join(r.raw_ptx) or "-",
+                _cell("; ".join(r.notes)) or "-",
             ]
-            for r in sorted(ds.codegen, key=lambda r: (r["backend"], r["arch"], r["rung"]))
+            for r in recs
         ],
     )
 
 
-README_START = "<!-- results:start (generated by python -m harness report --readme) -->"
+def render_markdown(ds: Dataset, chain_key: Problem | None) -> str:
+    """The whole report.md: environment, every figure with the numbers behind it, failures."""
+    backends = ", ".join(["cublas", *ds.backends()])
+    md = [
+        "# GEMM across DSLs: results",
+        "",
+        "Rendered by `python -m reports` from the result files listed under Sources; every "
+        "number below comes from those files. A kernel's number is the record of the config it "
+        "chooses by itself (the latest run wins; a correctness-only re-check never hides a "
+        f"timing). Backends in the order {backends}; problems by dtype, then shape family "
+        f"(square M = N = K, K sweep M = N = {KSWEEP_MN}, other), then size.",
+        "",
+        "## Environment",
+        "",
+        *(environment_lines(ds) or ["- no bench results"]),
+        "",
+        "## Cross-DSL performance",
+        "",
+        f"![cross-DSL TFLOPS]({FIGURES['cross_dsl']})",
+        "",
+        "Top row of each dtype: TFLOPS (bars at the median, p20-p80 error bars); bottom row: % "
+        "of cuBLAS measured in the same run. TFLOPS below are medians.",
+        "",
+        *cross_table(ds),
+        "",
+        f"## K sweep (M = N = {KSWEEP_MN})",
+        "",
+        f"![K sweep]({FIGURES['ksweep']})",
+        "",
+        "## Speedup chain",
+        "",
+        f"![speedup chain]({FIGURES['chain']})",
+        "",
+        *chain_lines(ds, chain_key),
+        "## % of cuBLAS",
+        "",
+        f"![percent of cuBLAS]({FIGURES['pct_cublas']})",
+        "",
+        "## Configs (tuning)",
+        "",
+        *tuning_lines(ds),
+        "",
+        "## All timed records",
+        "",
+        *records_lines(ds),
+        "",
+        "## Not timed",
+        "",
+        *failure_lines(ds),
+        "",
+        "## Codegen (compile-only)",
+        "",
+        *codegen_lines(ds),
+        "",
+        "## Sources",
+        "",
+        *(f"- `{Path(s).name}`" for s in ds.sources),
+        "",
+    ]
+    return "\n".join(md)
+
+
+# --------------------------------------------------------------------------------------- README
+README_START = "<!-- results:start (generated by python -m reports --readme) -->"
+_START_PREFIX = "<!-- results:start"
 README_END = "<!-- results:end -->"
-HEADLINE_PROBLEMS = ("4096x4096x4096-fp16", "8192x8192x8192-fp16", "16384x16384x16384-fp16")
+HEADLINE_PROBLEMS = tuple(Problem(s, s, s, "fp16") for s in (4096, 8192, 16384))
 
 
 def readme_summary(ds: Dataset) -> str:
     """The README's headline table: each DSL's final kernel vs cuBLAS at the headline shapes."""
     finals = ds.final_kernels()
-    env = ds.environments[-1] if ds.environments else {}
+    env = ds.runs[-1].environment if ds.runs else {}
+    created = ds.runs[-1].created if ds.runs else None
     lines = [
-        f"{env.get('gpu', '?')} ({_fmt(env.get('power_limit_w'), '.0f')} W power limit, clocks "
-        f"not pinned), runs of {(env.get('created') or '?')[:10]}, cuBLAS (`torch.matmul`) timed "
-        "in the same run. Each DSL's final kernel (its highest measured rung):",
+        f"{env.get('gpu', '?')} ({_fmt(env.get('power_limit_w'), '.0f')} W power limit), runs "
+        f"up to {(created or '?')[:10]}, cuBLAS (`torch.matmul`) timed in the same run. Each "
+        "DSL's final kernel (its highest measured rung), TFLOPS (% of cuBLAS):",
         "",
     ]
-    header = ["problem", "cuBLAS", *[f"{k}" for k in finals.values()]]
     rows = []
-    for key in HEADLINE_PROBLEMS:
-        ref = ds.cublas(key)
-        if ref is None:
+    for p in HEADLINE_PROBLEMS:
+        picks = [ds.pick(k, p) for k in finals.values()]
+        ref = _reference(ds, p, picks)
+        if ref is None or ref.tflops is None:
             continue
-        row = [key, f"{ref['tflops']:.0f} TFLOPS"]
-        for kid in finals.values():
-            r = ds.lookup(kid, key)
-            ok = r and r["status"] == "ok" and r.get("tflops")
-            row.append(f"{r['tflops']:.0f} ({_fmt(r.get('pct_of_cublas'), '.1f')}%)" if ok else "-")
+        row = [p.key, f"{ref.tflops:.0f} TFLOPS"]
+        for rec in picks:
+            if rec is None or not rec.timed or rec.tflops is None:
+                row.append("-")
+                continue
+            cfg = f", `{rec.config}`" if rec.config else ""
+            row.append(f"{rec.tflops:.0f} ({_fmt(ds.pct_of_cublas(rec), '.1f')}%{cfg})")
         rows.append(row)
-    lines += _md_table(header, rows)
+    lines += _md_table(["problem", "cuBLAS", *finals.values()], rows)
     return "\n".join(lines)
 
 
+def backend_summary(ds: Dataset, backend: str) -> str:
+    """A backend README's table: every timed kernel of ``backend`` at the chain problems (4096^3
+    and 8192^3 fp16) and its final kernel over the K sweep, each beside cuBLAS of the same run,
+    with the config it ran and its TFLOPS per GHz of SM clock."""
+    kernels = sorted(
+        {r.kernel: (r.arch, r.rung) for r in ds.timed() if r.backend == backend}.items(),
+        key=lambda kv: kv[1],
+    )
+    final = ds.final_kernels().get(backend)
+    chain = [Problem(s, s, s, "fp16") for s in (4096, 8192)]
+    sweep = [p for p in ds.problems() if family(p) == "ksweep" and p.dtype == "fp16"]
+    rows = []
+    for kernel, _ in kernels:
+        for p in chain + (sweep if kernel == final else []):
+            rec = ds.pick(kernel, p)
+            if rec is None or not rec.timed or rec.tflops is None:
+                continue
+            ref = ds.cublas(p, like=rec)
+            rows.append(
+                [
+                    f"`{kernel.split('/', 1)[1]}`",
+                    f"`{rec.config}`" if rec.config else "-",
+                    p.key,
+                    f"{rec.tflops:.0f}",
+                    _fmt(ref.tflops if ref else None, ".0f"),
+                    _fmt(ds.pct_of_cublas(rec)),
+                    _fmt(rec.tflops_per_ghz, ".0f"),
+                ]
+            )
+    if not rows:
+        return f"No timed results of `{backend}` in `reports/results/` yet."
+    env = ds.runs[-1].environment if ds.runs else {}
+    head = [
+        f"{env.get('gpu', '?')}, sustained timing, cuBLAS in the same run; rendered from "
+        "`reports/results/` by `python -m reports --readme`.",
+        "",
+    ]
+    header = ["kernel", "config", "problem", "TFLOPS", "cuBLAS", "% cuBLAS", "TFLOPS/GHz"]
+    return "\n".join(head + _md_table(header, rows))
+
+
 def update_readme(ds: Dataset, readme: Path) -> bool:
-    """Replace the block between the README's result markers; False if it has no markers."""
+    """Replace the block between the README's result markers (any start marker text, rewritten
+    to :data:`README_START`); False if it has no markers. A backend's README
+    (``backends/<name>/README.md``) gets that backend's table, any other the headline table."""
     text = readme.read_text()
-    if README_START not in text or README_END not in text:
+    start = text.find(_START_PREFIX)
+    end = text.find(README_END, start)
+    if start < 0 or end < 0:
         return False
-    head, rest = text.split(README_START, 1)
-    _, tail = rest.split(README_END, 1)
-    readme.write_text(f"{head}{README_START}\n{readme_summary(ds)}\n{README_END}{tail}")
+    head = text[:start]
+    tail = text[end + len(README_END) :]
+    folder = readme.resolve().parent
+    body = (
+        backend_summary(ds, folder.name) if folder.parent.name == "backends" else readme_summary(ds)
+    )
+    readme.write_text(f"{head}{README_START}\n{body}\n{README_END}{tail}")
     return True
 
 
+# ------------------------------------------------------------------------------------- top level
 def render_report(
-    results: Iterable[str | Path],
+    results: Iterable[str | os.PathLike[str]],
     out: Path,
-    chain_problem: str | None = None,
-    readme: Path | None = None,
+    chain_problem_key: str | None = None,
+    readme: Path | Iterable[Path] | None = None,
+    warn: Callable[[str], None] = lambda _m: None,
 ) -> list[Path]:
-    """Render every figure, ``report.md`` and ``results.csv`` into ``out``; return the paths."""
-    from harness.results import load, to_csv
-
-    ds = load_dataset(results)
+    """Render every figure, ``report.md``, ``results.csv`` (and ``codegen.csv`` when there are
+    codegen results) into ``out``; refresh ``readme``'s results block if given. Returns the
+    paths written. Unreadable inputs are named through ``warn`` and skipped."""
+    ds = load_dataset(results, warn=warn)
+    key = chain_problem(ds, chain_problem_key)
+    out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     figures = {
-        "cross_dsl": "cross_dsl.png",
-        "ksweep": "ksweep.png",
-        "chain": "chain.png",
-        "pct_cublas": "pct_cublas.png",
+        "cross_dsl": lambda: figure_cross_dsl(ds),
+        "ksweep": lambda: figure_ksweep(ds),
+        "chain": lambda: figure_chain(ds, key),
+        "pct_cublas": lambda: figure_heatmap(ds),
     }
-    key = chain_problem_for(ds, chain_problem)
-    plot_cross_dsl(ds, out / figures["cross_dsl"])
-    plot_ksweep(ds, out / figures["ksweep"])
-    plot_chain(ds, out / figures["chain"], key)
-    plot_heatmap(ds, out / figures["pct_cublas"])
-    (out / "report.md").write_text(render_markdown(ds, figures, key))
-    bench_docs = [d for d in (load(s) for s in ds.sources) if d["kind"] == "bench"]
-    written = [out / f for f in figures.values()] + [out / "report.md"]
-    if bench_docs:
-        (out / "results.csv").write_text(to_csv(bench_docs))
-        written.append(out / "results.csv")
-    if readme is not None and update_readme(ds, readme):
-        written.append(readme)
+    written = []
+    for name, make in figures.items():
+        save_figure(make(), out / FIGURES[name])
+        written.append(out / FIGURES[name])
+    (out / "report.md").write_text(render_markdown(ds, key))
+    written.append(out / "report.md")
+    for kind, name in (("bench", "results.csv"), ("codegen", "codegen.csv")):
+        docs = [d for d in ds.documents if d.kind == kind]
+        if docs:
+            (out / name).write_text(to_csv(docs))
+            written.append(out / name)
+    readmes = [readme] if isinstance(readme, (str, Path)) else list(readme or ())
+    written += [Path(r) for r in readmes if update_readme(ds, Path(r))]
     return written
-
-
-def chain_problem_for(ds: Dataset, requested: str | None) -> str | None:
-    return chain_problem(ds, requested)

@@ -34,6 +34,15 @@ def make_plugin_site(dest: Path) -> Path:
     return dest
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--backend",
+        action="append",
+        default=None,
+        help="run the GPU tests of this backend only (repeatable); nox -s tests passes it",
+    )
+
+
 @pytest.fixture(scope="session")
 def plugin_env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     """Environment for a subprocess that sees the toy plugin as an installed distribution."""
@@ -58,3 +67,35 @@ def plugin_on_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     yield
     sys.modules.pop("toy_gemm_plugin", None)
     sys.modules.pop("toy_gemm_plugin.kernels", None)
+
+
+# --- Quiet exit after Triton -------------------------------------------------------------------
+# Triton's nanobind bindings print pages of "nanobind: leaked ..." reports during interpreter
+# teardown of any process that imported triton. They say nothing about this project's code and
+# bury the test summary, so once pytest has finished everything it does (summary printed, cache
+# written, capture stopped) the process ends at once with pytest's exit status, skipping that
+# teardown. GEMM_STUDY_VERBOSE=1 keeps the normal exit (and the reports).
+_EXIT_STATUS = pytest.StashKey[int]()
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    session.config.stash[_EXIT_STATUS] = int(exitstatus)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if _EXIT_STATUS not in config.stash or "triton" not in sys.modules:
+        return
+    if os.environ.get("GEMM_STUDY_VERBOSE", "") not in ("", "0"):
+        return
+    capture = config.pluginmanager.getplugin("capturemanager")
+    if capture is not None:
+        capture.stop_global_capturing()  # hands captured output to the real streams first
+    for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
+        try:
+            if stream is not None:
+                stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(config.stash[_EXIT_STATUS])

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from harness.protocol import KernelSpec, Rung
+from harness.protocol import KernelSpec, Rung, spec_of_module
 
 
 def kernels() -> list[KernelSpec]:
@@ -17,3 +17,8 @@ def kernels() -> list[KernelSpec]:
             requires=("torch",),
         )
     ]
+
+
+def spec(module: str) -> KernelSpec:
+    """The spec of ``module`` (the reference's identity, written once above)."""
+    return spec_of_module(kernels(), module)

@@ -9,15 +9,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.protocol import Artifacts, LaunchFn, Problem, Rung
+from backends.cublas import spec
+from harness.protocol import Artifacts, KernelSpec, LaunchFn, Problem
 
 
 class CublasReference:
-    backend = "cublas"
-    name = "torch_matmul"
-    rung = Rung.CUBLAS
-    arch = "any"
-    description = "torch.matmul(A, B.T) into a preallocated D (cuBLAS TN GEMM)"
+    def __init__(self, spec: KernelSpec) -> None:
+        self.spec = spec
+
+    backend = property(lambda self: self.spec.backend)
+    name = property(lambda self: self.spec.name)
+    rung = property(lambda self: self.spec.rung)
+    arch = property(lambda self: self.spec.arch)
+    description = property(lambda self: self.spec.description)
 
     def supports(self, problem: Problem) -> str | None:
         return None
@@ -34,4 +38,4 @@ class CublasReference:
         return Artifacts(arch=arch, notes=("closed-source library: no PTX to inspect",))
 
 
-KERNEL = CublasReference()
+KERNEL = CublasReference(spec(__name__))

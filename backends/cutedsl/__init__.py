@@ -1,11 +1,13 @@
 """CuTeDSL (nvidia-cutlass-dsl) backend: the speedup chain on Hopper, the 2-CTA design on Blackwell.
 
 Listing kernels imports neither the DSL nor torch: each :class:`KernelSpec` names its module.
+This list is the one place a kernel's identity is written; a rung module takes its own with
+``spec(__name__)``.
 """
 
 from __future__ import annotations
 
-from harness.protocol import KernelSpec, Rung
+from harness.protocol import KernelSpec, Rung, spec_of_module
 
 _REQUIRES = ("cutlass", "cuda.bindings")
 #: The release these kernels are written for (pyproject's `cutedsl` extra pins the same).
@@ -25,63 +27,72 @@ _KERNELS: tuple[tuple[str, str, Rung, str, str], ...] = (
         "r2_tma",
         Rung.TMA,
         "sm_90a",
-        "TMA loads on an mbarrier, one stage alternating with wgmma, one CTA per tile, TMA store",
+        "TMA loads on an mbarrier, one stage alternating with wgmma, one CTA per 128x128x64 "
+        "tile, TMA-store epilogue",
     ),
     (
         "sm90",
         "r3_pipelined",
         Rung.PIPELINED,
         "sm_90a",
-        "6-stage TMA ring prefetching ahead of wgmma, one warpgroup, one CTA per tile, TMA store",
+        "6-stage TMA ring prefetching ahead of wgmma, one warpgroup, one CTA per 128x128x64 "
+        "tile, TMA-store epilogue",
     ),
     (
         "sm90",
         "r4_persistent",
         Rung.PERSISTENT,
         "sm_90a",
-        "persistent pipelined TMA + wgmma in one warpgroup, L2-grouped tile order, TMA store",
+        "persistent pipelined TMA + wgmma in one warpgroup, L2-grouped tile order, 128x128x64, "
+        "6 stages, TMA-store epilogue",
     ),
     (
         "sm90",
         "r5_warp_specialized",
         Rung.WARP_SPECIALIZED,
         "sm_90a",
-        "persistent wgmma, producer warpgroup (TMA) + consumer warpgroup, setmaxnreg, TMA store",
+        "persistent wgmma, producer warpgroup (TMA) + 1 consumer warpgroup, setmaxnreg, "
+        "128x128x64, 6 stages, TMA-store epilogue",
     ),
     (
         "sm90",
         "r6_cluster2",
         Rung.CLUSTER2,
         "sm_90a",
-        "persistent warp-specialized 2-CTA B-multicast wgmma, 1 consumer warpgroup, TMA store",
+        "persistent warp-specialized 2-CTA B-multicast wgmma, 1 consumer warpgroup, 128x128x64, "
+        "6 stages, TMA-store epilogue",
     ),
     (
         "sm90",
         "r7_multi_consumer",
         Rung.MULTI_CONSUMER,
         "sm_90a",
-        "persistent warp-specialized 2-CTA B-multicast wgmma, 2 consumer warpgroups, TMA store",
+        "persistent warp-specialized 2-CTA B-multicast wgmma, 2 consumer warpgroups, 128x256x64, "
+        "4 stages, TMA-store epilogue",
     ),
     (
         "sm100",
         "r5_warp_specialized",
         Rung.WARP_SPECIALIZED,
         "sm_100a",
-        "persistent tcgen05 (cta_group::1): TMA warp, MMA warp, epilogue warps, TMEM, TMA store",
+        "persistent warp-specialized tcgen05 (cta_group::1): TMA warp, MMA warp, 4 epilogue "
+        "warps, 128x256x64, 4 stages, TMEM accumulator, TMA-store epilogue",
     ),
     (
         "sm100",
         "r6_cluster2",
         Rung.CLUSTER2,
         "sm_100a",
-        "persistent warp-specialized 2-CTA tcgen05 (cta_group::2, leader issues), TMEM, TMA store",
+        "persistent warp-specialized 2-CTA tcgen05 (cta_group::2, leader issues), 256x256x64 "
+        "pair tile, 6 stages, TMEM accumulator, TMA-store epilogue",
     ),
     (
         "sm100",
         "r7_multi_consumer",
         Rung.MULTI_CONSUMER,
         "sm_100a",
-        "2-CTA tcgen05, 512x256 pair tile, two TMEM accumulators sharing B, two epilogue groups",
+        "persistent warp-specialized 2-CTA tcgen05, 512x256x64 pair tile, 4 stages, two TMEM "
+        "accumulators sharing staged B, two epilogue warpgroups, TMA-store epilogue",
     ),
 )
 
@@ -101,3 +112,8 @@ def kernels() -> list[KernelSpec]:
         )
         for folder, module, rung, arch, description in _KERNELS
     ]
+
+
+def spec(module: str) -> KernelSpec:
+    """The spec of the rung module ``module`` (its identity, written once above)."""
+    return spec_of_module(kernels(), module)

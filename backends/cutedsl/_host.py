@@ -23,7 +23,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.protocol import Artifacts, LaunchFn, Problem, Rung
+from harness.protocol import (
+    Artifacts,
+    ConfigSpace,
+    KernelConfig,
+    KernelSpec,
+    LaunchFn,
+    Problem,
+    current_gpu_name,
+)
 
 #: Streaming multiprocessors assumed when compiling without a GPU (H100 SXM / H200 / B200 class).
 DEFAULT_NUM_SMS = 132
@@ -45,33 +53,58 @@ def _num_sms() -> int:
 class CuteDslKernel:
     """One CuTeDSL rung as a protocol ``Kernel``.
 
-    ``make_gemm(num_sms, variant)`` returns the rung's ``Gemm`` object; ``variant_of(problem)``
-    names the compile-time variant a problem needs (e.g. whether the TMA-store epilogue can be
-    used, which needs 16-byte aligned output rows); ``supports_fn`` adds the rung's own limits.
+    Its identity is its ``spec`` (the backend's list, written once). ``make_gemm(num_sms,
+    variant, config)`` returns the rung's ``Gemm`` object; ``variant_of(problem)`` names the
+    compile-time variant a problem needs (e.g. whether the TMA-store epilogue can be used, which
+    needs 16-byte aligned output rows); ``supports_fn(problem)`` adds the rung's own limits. A
+    rung with tuning knobs passes ``space`` (its menu, heuristic and which config fits which
+    problem); the config is then part of the compile cache key, and ``configs``/``select``
+    expose it to the harness.
     """
 
-    name: str
-    rung: Rung
-    arch: str
-    description: str
-    make_gemm: Callable[[int, Any], Any]
+    spec: KernelSpec
+    make_gemm: Callable[[int, Any, KernelConfig | None], Any]
     variant_of: Callable[[Problem], Any] = lambda problem: None
     supports_fn: Callable[[Problem], str | None] = lambda problem: None
+    space: ConfigSpace[Any] | None = None
     raw_ptx: tuple[str, ...] = ()
-    backend: str = "cutedsl"
-    _cache: dict[tuple[str, Any, int], Any] = field(default_factory=dict, repr=False)
+    _cache: dict[tuple[str, Any, int, Any], Any] = field(default_factory=dict, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
+    # -- identity (from the spec) ---------------------------------------------------------------
+    backend = property(lambda self: self.spec.backend)
+    name = property(lambda self: self.spec.name)
+    rung = property(lambda self: self.spec.rung)
+    arch = property(lambda self: self.spec.arch)
+    description = property(lambda self: self.spec.description)
+
+    # -- configs --------------------------------------------------------------------------------
+    @property
+    def configs(self) -> tuple[KernelConfig, ...] | None:
+        return self.space.menu if self.space is not None else None
+
+    def select(self, problem: Problem) -> KernelConfig | None:
+        if self.space is None:
+            return None
+        return self.space.select(self.spec.id, problem, current_gpu_name())
+
+    def _config(self, problem: Problem, config: KernelConfig | None) -> KernelConfig | None:
+        return config if config is not None else self.select(problem)
+
     # -- protocol -------------------------------------------------------------------------------
-    def supports(self, problem: Problem) -> str | None:
+    def supports(self, problem: Problem, config: KernelConfig | None = None) -> str | None:
         if problem.k % 8 != 0:
             return "K must be a multiple of 8 (TMA needs 16-byte aligned rows)"
-        return self.supports_fn(problem)
+        reason = self.supports_fn(problem)
+        if reason is None and self.space is not None:
+            reason = self.space.valid(problem, self._config(problem, config))
+        return reason
 
-    def compile(self, problem: Problem) -> LaunchFn:
-        reason = self.supports(problem)
+    def compile(self, problem: Problem, config: KernelConfig | None = None) -> LaunchFn:
+        config = self._config(problem, config)
+        reason = self.supports(problem, config)
         if reason is not None:
-            raise ValueError(f"cutedsl/{self.name}: unsupported problem {problem.key}: {reason}")
+            raise ValueError(f"{self.spec.id}: unsupported problem {problem.key}: {reason}")
         import cuda.bindings.driver as cuda
         import cutlass
         import cutlass.cute as cute
@@ -82,15 +115,15 @@ class CuteDslKernel:
         have = torch.cuda.get_device_capability()
         if have != want:
             raise RuntimeError(
-                f"cutedsl/{self.name} is built for {self.arch}; this GPU is sm_{have[0]}{have[1]}"
+                f"{self.spec.id} is built for {self.arch}; this GPU is sm_{have[0]}{have[1]}"
             )
         num_sms = _num_sms()
         variant = self.variant_of(problem)
-        key = (problem.dtype, variant, num_sms)
+        key = (problem.dtype, variant, num_sms, config)
         with self._lock:
             compiled = self._cache.get(key)
             if compiled is None:
-                compiled = self._compile(problem.dtype, variant, num_sms, arch=None)[0]
+                compiled = self._compile(problem.dtype, variant, num_sms, config, arch=None)[0]
                 self._cache[key] = compiled
         dtype = _dtype(problem.dtype)
         gmem = cute.AddressSpace.gmem
@@ -110,11 +143,14 @@ class CuteDslKernel:
 
         return launch
 
-    def codegen(self, problem: Problem, arch: str) -> Artifacts:
+    def codegen(self, problem: Problem, arch: str, config: KernelConfig | None = None) -> Artifacts:
         if arch != self.arch:
-            raise ValueError(f"cutedsl/{self.name} targets {self.arch}, not {arch}")
+            raise ValueError(f"{self.spec.id} targets {self.arch}, not {arch}")
+        config = self._config(problem, config)
         variant = self.variant_of(problem)
-        compiled, seconds = self._compile(problem.dtype, variant, DEFAULT_NUM_SMS, arch=arch)
+        compiled, seconds = self._compile(
+            problem.dtype, variant, DEFAULT_NUM_SMS, config, arch=arch
+        )
         ptx, cubin = compiled.__ptx__, compiled.__cubin__
         return Artifacts(
             arch=arch,
@@ -126,7 +162,14 @@ class CuteDslKernel:
         )
 
     # -- internals ------------------------------------------------------------------------------
-    def _compile(self, dtype_name: str, variant: Any, num_sms: int, arch: str | None) -> Any:
+    def _compile(
+        self,
+        dtype_name: str,
+        variant: Any,
+        num_sms: int,
+        config: KernelConfig | None,
+        arch: str | None,
+    ) -> Any:
         """``cute.compile`` the rung for one dtype/variant; with ``arch`` no GPU is needed."""
         import cutlass
         import cutlass.cute as cute
@@ -137,7 +180,7 @@ class CuteDslKernel:
         # Placeholder pointers: the compiled function takes the real addresses at launch.
         ptrs = [make_ptr(dtype, 16 * (i + 1), gmem, assumed_align=16) for i in range(3)]
         shape = [cutlass.Int32(128)] * 3
-        gemm = self.make_gemm(num_sms, variant)
+        gemm = self.make_gemm(num_sms, variant, config)
         options = ""
         if arch is not None:
             dump = tempfile.mkdtemp(prefix="cutedsl-")

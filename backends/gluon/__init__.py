@@ -1,13 +1,14 @@
 """Gluon (Triton's tile-level DSL, ``triton.experimental.gluon``) backend.
 
 Lists its kernels without importing Triton or torch: each :class:`KernelSpec` names the rung
-module, which is imported only when the harness loads that kernel. Pinned: ``triton==3.9.0``
-(see README.md for why 3.9.0 rather than 3.8.0).
+module, which is imported only when the harness loads that kernel. This list is the one place a
+kernel's identity is written; a rung module takes its own with ``spec(__name__)``. Pinned:
+``triton==3.9.0`` (see README.md for why 3.9.0 rather than 3.8.0).
 """
 
 from __future__ import annotations
 
-from harness.protocol import KernelSpec, Rung
+from harness.protocol import KernelSpec, Rung, spec_of_module
 
 #: (folder/module, rung, arch, one-line description) of every kernel that exists and compiles.
 _KERNELS: tuple[tuple[str, Rung, str, str], ...] = (
@@ -39,7 +40,8 @@ _KERNELS: tuple[tuple[str, Rung, str, str], ...] = (
         "sm90/r5_warp_specialized",
         Rung.WARP_SPECIALIZED,
         "sm_90a",
-        "persistent, TMA producer warp + wgmma consumer warpgroup, setmaxnreg, 128x128x64",
+        "persistent, TMA producer warp + 1 wgmma consumer warpgroup, setmaxnreg, 128x128x64, "
+        "4 stages",
     ),
     (
         "sm90/r6_cluster2",
@@ -51,25 +53,26 @@ _KERNELS: tuple[tuple[str, Rung, str, str], ...] = (
         "sm90/r7_multi_consumer",
         Rung.MULTI_CONSUMER,
         "sm_90a",
-        "persistent WS 2-CTA cluster, B multicast, 2 consumer warpgroups, 256x256x64",
+        "persistent WS 2-CTA cluster, B multicast, 2 consumer warpgroups, 256x256 cluster tile",
     ),
     (
         "sm100/r5_warp_specialized",
         Rung.WARP_SPECIALIZED,
         "sm_100a",
-        "persistent WS: TMA warp, tcgen05 warp, TMEM double buffer, epilogue, 128x256x64",
+        "persistent WS: TMA warp, tcgen05 warp, TMEM double buffer, epilogue, 128x256x64, 3 stages",
     ),
     (
         "sm100/r6_cluster2",
         Rung.CLUSTER2,
         "sm_100a",
-        "persistent WS 2-CTA cta_group::2 tcgen05, B split across the pair, 256x256x64",
+        "persistent WS 2-CTA cta_group::2 tcgen05, B split across the pair, 256x256x64, 4 stages",
     ),
     (
         "sm100/r7_multi_consumer",
         Rung.MULTI_CONSUMER,
         "sm_100a",
-        "CLC-scheduled WS 2-CTA cta_group::2, 2 TMEM accs share B, 2 epilogues, 512x128x64",
+        "WS 2-CTA cta_group::2, 2 TMEM accumulators share B, 2 epilogues, 512x128x64, "
+        "3 stages; static or cluster-launch-control scheduling (config)",
     ),
 )
 
@@ -89,3 +92,8 @@ def kernels() -> list[KernelSpec]:
         )
         for name, rung, arch, description in _KERNELS
     ]
+
+
+def spec(module: str) -> KernelSpec:
+    """The spec of the rung module ``module`` (its identity, written once above)."""
+    return spec_of_module(kernels(), module)

@@ -21,7 +21,15 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.protocol import Artifacts, LaunchFn, Problem, Rung
+from harness.protocol import (
+    Artifacts,
+    ConfigSpace,
+    KernelConfig,
+    KernelSpec,
+    LaunchFn,
+    Problem,
+    current_gpu_name,
+)
 
 #: SM count assumed when compiling without a GPU (H100 SXM / H200); only the persistent grid
 #: depends on it, never the generated code.
@@ -59,7 +67,8 @@ class Plan:
     options: dict[str, Any] = field(default_factory=dict)
 
 
-PlanFn = Callable[[Problem, int], Plan]
+#: ``plan(problem, num_sms)``, or ``plan(problem, num_sms, config)`` for a rung with configs.
+PlanFn = Callable[..., Plan]
 
 
 def gl_dtype(dtype: str) -> Any:
@@ -100,56 +109,84 @@ def _type_string(arg: Desc | Ptr | int, dtype: str) -> str:
 
 
 class GluonKernel:
-    """One Gluon rung for one arch, implementing ``harness.protocol.Kernel``."""
+    """One Gluon rung for one arch, implementing ``harness.protocol.Kernel``.
 
-    backend = "gluon"
+    Its identity is its ``spec`` (the backend's list, written once). A rung with tuning knobs
+    passes ``space`` (menu, heuristic, which config fits which problem); its plan then receives
+    the config, and ``configs``/``select`` expose the space to the harness.
+    """
 
     def __init__(
         self,
+        spec: KernelSpec,
         *,
-        name: str,
-        rung: Rung,
-        arch: str,
-        description: str,
         jit_fn: Any,
         plan: PlanFn,
         supports: Callable[[Problem], str | None] | None = None,
+        space: ConfigSpace[Any] | None = None,
         raw_ptx: Sequence[str] = (),
         notes: Sequence[str] = (),
     ) -> None:
-        self.name = name
-        self.rung = rung
-        self.arch = arch
-        self.description = description
+        self.spec = spec
         self._jit_fn = jit_fn
         self._plan = plan
         self._supports = supports
+        self._space = space
         self._raw_ptx = tuple(raw_ptx)
         self._notes = tuple(notes)
-        self._launchers: dict[Problem, LaunchFn] = {}
+        self._launchers: dict[tuple[Problem, KernelConfig | None], LaunchFn] = {}
+
+    # -- identity (from the spec) ----------------------------------------------------------------
+    backend = property(lambda self: self.spec.backend)
+    name = property(lambda self: self.spec.name)
+    rung = property(lambda self: self.spec.rung)
+    arch = property(lambda self: self.spec.arch)
+    description = property(lambda self: self.spec.description)
+
+    # -- configs ---------------------------------------------------------------------------------
+    @property
+    def configs(self) -> tuple[KernelConfig, ...] | None:
+        return self._space.menu if self._space is not None else None
+
+    def select(self, problem: Problem) -> KernelConfig | None:
+        if self._space is None:
+            return None
+        return self._space.select(self.spec.id, problem, current_gpu_name())
+
+    def _config(self, problem: Problem, config: KernelConfig | None) -> KernelConfig | None:
+        return config if config is not None else self.select(problem)
+
+    def _make_plan(self, problem: Problem, num_sms: int, config: KernelConfig | None) -> Plan:
+        if self._space is None:
+            return self._plan(problem, num_sms)  # type: ignore[call-arg]
+        return self._plan(problem, num_sms, config)  # type: ignore[call-arg]
 
     # -- protocol ------------------------------------------------------------------------------
-    def supports(self, problem: Problem) -> str | None:
+    def supports(self, problem: Problem, config: KernelConfig | None = None) -> str | None:
         if problem.k % 8:
             return "K must be a multiple of 8 (16-byte TMA row alignment)"
-        return self._supports(problem) if self._supports else None
+        reason = self._supports(problem) if self._supports else None
+        if reason is None and self._space is not None:
+            reason = self._space.valid(problem, self._config(problem, config))
+        return reason
 
-    def compile(self, problem: Problem) -> LaunchFn:
-        cached = self._launchers.get(problem)
+    def compile(self, problem: Problem, config: KernelConfig | None = None) -> LaunchFn:
+        config = self._config(problem, config)
+        cached = self._launchers.get((problem, config))
         if cached is not None:
             return cached
         import torch
         from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
-        reason = self.supports(problem)
+        reason = self.supports(problem, config)
         if reason:
-            raise ValueError(f"{self.backend}/{self.name} cannot run {problem.key}: {reason}")
+            raise ValueError(f"{self.spec.id} cannot run {problem.key}: {reason}")
         props = torch.cuda.get_device_properties(torch.cuda.current_device())
         num_sms = props.multi_processor_count
-        plan = self._plan(problem, num_sms)
+        plan = self._make_plan(problem, num_sms, config)
         layouts = {id(a): shared_layout(a, problem.dtype) for a in plan.args if isinstance(a, Desc)}
         kernel = self._jit_fn[plan.grid]
-        opts = dict(num_warps=plan.num_warps, num_ctas=plan.num_ctas, **plan.options)
+        opts = _options(plan)
 
         dt = {"fp16": torch.float16, "bf16": torch.bfloat16}[problem.dtype]
         dev = torch.device("cuda", torch.cuda.current_device())
@@ -186,17 +223,17 @@ class GluonKernel:
         c = torch.empty(problem.m, problem.n, dtype=dt, device=dev)
         launch(a, b, c)
         torch.cuda.synchronize()
-        self._launchers[problem] = launch
+        self._launchers[(problem, config)] = launch
         return launch
 
-    def codegen(self, problem: Problem, arch: str) -> Artifacts:
+    def codegen(self, problem: Problem, arch: str, config: KernelConfig | None = None) -> Artifacts:
         import triton
         from triton.backends.compiler import GPUTarget
         from triton.experimental.gluon import GluonASTSource
 
         if arch not in _ARCH_CAPABILITY:
             raise ValueError(f"gluon codegen supports {sorted(_ARCH_CAPABILITY)}, not {arch!r}")
-        plan = self._plan(problem, DEFAULT_NUM_SMS)
+        plan = self._make_plan(problem, DEFAULT_NUM_SMS, self._config(problem, config))
         names = list(self._jit_fn.arg_names)
         signature: dict[str, str] = {}
         for name, arg in zip(names, plan.args, strict=False):
@@ -205,7 +242,7 @@ class GluonKernel:
             signature[name] = "constexpr"
         src = GluonASTSource(self._jit_fn, signature, constexprs=dict(plan.constexprs))
         target = GPUTarget("cuda", _ARCH_CAPABILITY[arch], 32)
-        options = dict(num_warps=plan.num_warps, num_ctas=plan.num_ctas, **plan.options)
+        options = _options(plan)
         from triton import knobs
 
         # Bypass Triton's on-disk cache so compile_seconds measures a real compile.
@@ -228,6 +265,14 @@ class GluonKernel:
             raw_ptx=self._raw_ptx,
             notes=self._notes,
         )
+
+
+def _options(plan: Plan) -> dict[str, Any]:
+    """Compile options of a plan. FP fusion is asked for explicitly: it is Triton 3.9's default
+    (3.10 flips it), and leaving it unset makes Triton warn on every compile."""
+    return dict(
+        num_warps=plan.num_warps, num_ctas=plan.num_ctas, enable_fp_fusion=True, **plan.options
+    )
 
 
 def _ptxas_resources(ptx: str | None, arch: str) -> tuple[int | None, int | None]:

@@ -124,6 +124,28 @@ def test_hopper_register_split(spec, artifacts: dict) -> None:
         assert not dec and not inc
 
 
+def test_r7_epilogue_configs_compile() -> None:
+    """Rung 7's epilogue knob selects two code paths: each compiles with the rung's features,
+    the overlapped one differently from the serial one; ragged N falls back to serial."""
+    spec = next(s for s in SPECS if s.name == "sm90/r7_multi_consumer")
+    kernel = spec.load()
+    problem = Problem(4096, 4096, 4096, "fp16")
+    ptx = {}
+    for epilogue in ("overlap", "serial"):
+        config = kernel.select(problem).with_overrides(f"epilogue={epilogue}")
+        assert config in kernel.configs
+        art = kernel.codegen(problem, spec.arch, config)
+        missing = [f for f in HOPPER_FEATURES[Rung.MULTI_CONSUMER] if f not in art.ptx]
+        assert not missing, f"{config.name}: PTX lacks {missing}"
+        ptx[epilogue] = art.ptx
+    assert ptx["overlap"] != ptx["serial"]
+    assert kernel.select(problem).epilogue == "overlap"
+    ragged = Problem(1000, 1003, 520, "bf16")
+    assert kernel.select(ragged).epilogue == "serial"
+    overlap = kernel.select(problem)
+    assert kernel.supports(ragged, overlap) is not None  # overlap needs the TMA store
+
+
 def test_ragged_variant_compiles() -> None:
     """N % 8 != 0 compiles the direct-store epilogue (no TMA store) of the final kernel."""
     spec = next(s for s in SPECS if s.name == "sm90/r7_multi_consumer")

@@ -42,22 +42,22 @@ _BLACKWELL = [
     (Rung.CLUSTER2, r"\.reqnctapercluster 2"),
     # TMA loads of a pair's operand halves complete on the lead CTA's pair barrier.
     (Rung.CLUSTER2, r"cp\.async\.bulk\.tensor\.2d\.cta_group::2\.shared::cluster\.global"),
-    # Rung 7: cluster launch control. The lead CTA asks for the next tile and the response is
-    # multicast to both CTAs; every role decodes it.
-    (
-        Rung.MULTI_CONSUMER,
-        r"clusterlaunchcontrol\.try_cancel\.async\.shared::cta\.mbarrier::complete_tx::bytes"
-        r"\.multicast::cluster::all",
-    ),
-    (Rung.MULTI_CONSUMER, r"clusterlaunchcontrol\.query_cancel\.is_canceled"),
-    (Rung.MULTI_CONSUMER, r"clusterlaunchcontrol\.query_cancel\.get_first_ctaid"),
+]
+#: Cluster launch control (sm100 rung 7's ``scheduler=clc`` config): the lead CTA asks for the
+#: next tile and the response is multicast to both CTAs; every role decodes it.
+_CLC = [
+    r"clusterlaunchcontrol\.try_cancel\.async\.shared::cta\.mbarrier::complete_tx::bytes"
+    r"\.multicast::cluster::all",
+    r"clusterlaunchcontrol\.query_cancel\.is_canceled",
+    r"clusterlaunchcontrol\.query_cancel\.get_first_ctaid",
 ]
 # Instructions a rung must NOT have (yet): (arch, highest rung without it, regex).
 _ABSENT = [
     ("sm_90a", Rung.TILED, r"cp\.async\.bulk\.tensor"),
     ("sm_90a", Rung.PERSISTENT, r"setmaxnreg"),
     ("sm_90a", Rung.WARP_SPECIALIZED, r"multicast::cluster"),
-    ("sm_100a", Rung.CLUSTER2, r"clusterlaunchcontrol"),
+    # Every kernel's own choice is a static persistent loop (CLC is a config of rung 7).
+    ("sm_100a", Rung.MULTI_CONSUMER, r"clusterlaunchcontrol"),
     # A 2-CTA cta_group::2 kernel shares both operands through the pair (A split by M, B by
     # N): no TMA multicast, in any Blackwell rung (it would need a cluster of 4 or more).
     ("sm_100a", Rung.MULTI_CONSUMER, r"cp\.async\.bulk\.tensor\S*multicast::cluster"),
@@ -120,14 +120,37 @@ def test_compiles_with_rung_instructions(spec, artifacts):
     assert not present, f"{spec.id}: PTX already has {present}"
 
 
+CONFIGURED = [s for s in SPECS if s.rung == Rung.MULTI_CONSUMER]
+
+
+@pytest.mark.parametrize("spec", CONFIGURED, ids=[s.id for s in CONFIGURED])
+def test_every_config_compiles(spec):
+    """Each config on a rung's menu is a distinct compile: every one builds, and each keeps the
+    rung's defining instructions (the sm90 k_tile=32 configs run 6 stages of 32-wide k-tiles;
+    sm100's clc config adds cluster launch control)."""
+    kernel = spec.load()
+    seen = set()
+    for config in kernel.configs:
+        if spec.arch == "sm_90a" and config.group != 8:
+            continue  # the L2 group is a runtime argument of the same code
+        art = kernel.codegen(PROBLEM, spec.arch, config)
+        missing = [p for p in _expected(spec.rung, spec.arch) if not re.search(p, art.ptx)]
+        assert not missing, f"{spec.id} [{config.name}]: PTX lacks {missing}"
+        clc = [p for p in _CLC if re.search(p, art.ptx)]
+        assert clc == (_CLC if getattr(config, "scheduler", None) == "clc" else [])
+        seen.add(art.ptx)
+    assert len(seen) == 2, "the configs should compile to different kernels"
+
+
 @pytest.mark.parametrize("spec", SPECS, ids=[s.id for s in SPECS])
 def test_identity(spec):
     kernel = spec.load()
-    assert (kernel.backend, kernel.name, kernel.arch, kernel.rung) == (
+    assert (kernel.backend, kernel.name, kernel.arch, kernel.rung, kernel.description) == (
         "gluon",
         spec.name,
         spec.arch,
         spec.rung,
+        spec.description,
     )
     assert kernel.supports(Problem(4096, 4096, 4096)) is None
     ragged = Problem(1000, 777, 520, "bf16")

@@ -2,8 +2,10 @@
 
 Kernels run through the harness's isolated runner (check only), so a kernel that hangs or
 faults fails its own test and not the session. Every rung on smoke and ragged; the final rung
-(7) also on square and ksweep; fp16 and bf16. Rung 1 may refuse shapes that are not tile
-multiples; rungs 2-7 must accept every problem.
+(7) also on square and ksweep; fp16 and bf16; and every config on a kernel's menu on smoke and
+ragged. Rung 1 may refuse shapes that are not tile multiples; rungs 2-7 must accept every
+problem. ``pytest tests/gpu --backend NAME`` restricts the run to one backend (what
+``nox -s tests`` does, each backend in its own environment).
 """
 
 from __future__ import annotations
@@ -11,8 +13,10 @@ from __future__ import annotations
 import pytest
 
 from harness.problems import expand
-from harness.protocol import ARCH_CAPABILITY, Rung
+from harness.protocol import ARCH_CAPABILITY, KernelSpec, Rung
+from harness.records import Status
 from harness.registry import discover
+from harness.runner import Runner, RunSettings
 
 torch = pytest.importorskip("torch")
 if not torch.cuda.is_available():
@@ -20,28 +24,60 @@ if not torch.cuda.is_available():
 
 CAP = torch.cuda.get_device_capability()
 SPECS = [s for s in discover() if "cuda" in s.devices]
+pytestmark = pytest.mark.gpu
 
 
-@pytest.mark.gpu
-@pytest.mark.parametrize("spec", SPECS, ids=[s.id for s in SPECS])
-def test_kernel_is_correct(spec) -> None:
-    from harness.runner import Runner, RunSettings
+@pytest.fixture(autouse=True)
+def _only_selected_backends(request: pytest.FixtureRequest) -> None:
+    spec = request.node.callspec.params.get("spec") if hasattr(request.node, "callspec") else None
+    wanted = request.config.getoption("--backend", default=None)
+    if spec is not None and wanted and spec.backend not in wanted:
+        pytest.skip(f"--backend {' '.join(wanted)} given")
 
+
+def _runnable(spec: KernelSpec) -> None:
     want = ARCH_CAPABILITY[spec.arch]
     if want is not None and tuple(CAP) != want:
         pytest.skip(f"{spec.arch} kernel on an sm_{CAP[0]}{CAP[1]} GPU")
     if spec.missing_requirements():
         pytest.skip(f"not installed: {spec.missing_requirements()}")
+
+
+def _failures(spec: KernelSpec, records) -> list[str]:
+    bad = []
+    for r in records:
+        allowed = r.status == Status.OK or (
+            r.status == Status.UNSUPPORTED and spec.rung <= Rung.TILED
+        )
+        if not allowed:
+            bad.append(f"{r.problem_key} [{r.config}]: {r.status.value}: {r.reason}")
+    return bad
+
+
+@pytest.mark.parametrize("spec", SPECS, ids=[s.id for s in SPECS])
+def test_kernel_is_correct(spec: KernelSpec) -> None:
+    _runnable(spec)
     suites = ["smoke", "ragged"] + (
         ["square", "ksweep"] if spec.rung == Rung.MULTI_CONSUMER else []
     )
     problems = expand(suites, ["fp16", "bf16"])
     with Runner([spec], RunSettings(measure=False, timeout_s=300)) as runner:
         records = list(runner.run(problems))
-    bad = []
-    for r in records:
-        allowed = r["status"] == "ok" or (r["status"] == "unsupported" and spec.rung <= Rung.TILED)
-        if not allowed:
-            bad.append(f"{r['problem_key']}: {r['status']}: {r.get('reason')}")
+    bad = _failures(spec, records)
     assert not bad, "\n".join(bad)
-    assert any(r["status"] == "ok" for r in records)
+    assert any(r.status == Status.OK for r in records)
+
+
+@pytest.mark.parametrize("spec", SPECS, ids=[s.id for s in SPECS])
+def test_every_config_is_correct(spec: KernelSpec) -> None:
+    """Each config on the menu (not only the selected one) is correct on smoke and ragged."""
+    _runnable(spec)
+    problems = expand(["smoke", "ragged"], ["fp16", "bf16"])
+    with Runner([spec], RunSettings(measure=False, timeout_s=300, tune=True)) as runner:
+        menu = runner.menus()[spec.id]
+        if not isinstance(menu, list):
+            pytest.skip(f"{spec.id} declares no configs")
+        records = list(runner.run(problems))
+    bad = _failures(spec, records)
+    assert not bad, "\n".join(bad)
+    assert {r.config for r in records if r.status == Status.OK} == set(menu)

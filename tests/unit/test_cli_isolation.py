@@ -13,6 +13,7 @@ import pytest
 
 pytest.importorskip("torch")
 
+from harness.records import Status
 from harness.results import load
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -71,24 +72,78 @@ def test_bench_records_every_failure_and_finishes(plugin_env, tmp_path: Path) ->
     assert time.monotonic() - t0 < 240
     assert r.returncode == 1, r.stdout + r.stderr  # --strict: failures present
     doc = load(out)
-    got = {(rec["kernel"], rec["problem_key"]): rec for rec in doc["records"]}
-    assert len(got) == 7 * 2
+    got = {(rec.kernel, rec.problem_key): rec for rec in doc.bench}
+    assert len(got) == 8 * 2
     for key in ("64x64x64-fp16", "100x72x40-fp16"):
-        assert got[("toy/ok", key)]["status"] == "ok"
-        assert got[("toy/ok", key)]["timing"]["n"] >= 20
-        assert got[("toy/wrong", key)]["status"] == "wrong"
-        assert got[("toy/partial", key)]["status"] == "wrong"
-        assert got[("toy/partial", key)]["check"]["nonfinite"] > 0
-        assert got[("toy/raise", key)]["status"] == "error"
-        assert "failed on purpose" in got[("toy/raise", key)]["reason"]
-        assert got[("toy/crash", key)]["status"] == "error"
-        assert "died" in got[("toy/crash", key)]["reason"]
-        assert got[("toy/hang", key)]["status"] == "timeout"
-    assert got[("toy/picky", "64x64x64-fp16")]["status"] == "ok"
-    assert got[("toy/picky", "100x72x40-fp16")]["status"] == "unsupported"
-    assert "multiples of 64" in got[("toy/picky", "100x72x40-fp16")]["reason"]
+        assert got[("toy/ok", key)].status == Status.OK
+        assert got[("toy/ok", key)].timing.n >= 20
+        assert got[("toy/ok", key)].config is None  # no config space: nothing to record
+        assert got[("toy/wrong", key)].status == Status.WRONG
+        assert got[("toy/partial", key)].status == Status.WRONG
+        assert got[("toy/partial", key)].check.nonfinite > 0
+        assert got[("toy/raise", key)].status == Status.ERROR
+        assert "failed on purpose" in got[("toy/raise", key)].reason
+        assert got[("toy/crash", key)].status == Status.ERROR
+        assert "died" in got[("toy/crash", key)].reason
+        assert got[("toy/hang", key)].status == Status.TIMEOUT
+        tuned = got[("toy/tuned", key)]
+        assert tuned.status == Status.OK and tuned.selected is True
+        assert (tuned.config, tuned.config_values) == ("split=1", {"split": 1})
+    assert got[("toy/picky", "64x64x64-fp16")].status == Status.OK
+    assert got[("toy/picky", "100x72x40-fp16")].status == Status.UNSUPPORTED
+    assert "multiples of 64" in got[("toy/picky", "100x72x40-fp16")].reason
     assert "[2/2] 100x72x40-fp16" in r.stdout  # progress output
-    assert (tmp_path / "run.csv").read_text().count("toy/") == 14
+    assert (tmp_path / "run.csv").read_text().count("toy/") == 16
+
+
+def _bench_tuned(
+    plugin_env, tmp_path: Path, *extra: str
+) -> tuple[subprocess.CompletedProcess, Path]:
+    out = tmp_path / "tuned.json"
+    r = _harness(
+        plugin_env,
+        "bench",
+        "--device",
+        "cpu",
+        "--kernel",
+        "toy/tuned",
+        "--suite",
+        "64x64x64",
+        "--suite",
+        "64x64x40",
+        "--out",
+        str(out),
+        *FAST,
+        *extra,
+    )
+    return r, out
+
+
+def test_forced_config_is_run_and_recorded(plugin_env, tmp_path: Path) -> None:
+    r, out = _bench_tuned(plugin_env, tmp_path, "--config", "split=2")
+    assert r.returncode == 0, r.stdout + r.stderr
+    recs = {rec.problem_key: rec for rec in load(out).bench if rec.kernel == "toy/tuned"}
+    forced = recs["64x64x64-fp16"]
+    assert forced.status == Status.OK and forced.timing is not None
+    assert (forced.config, forced.selected) == ("split=2", False)
+    # K = 40 is no multiple of 16: the forced config cannot run it, and says why.
+    assert recs["64x64x40-fp16"].status == Status.UNSUPPORTED
+    assert "split=2" in recs["64x64x40-fp16"].reason
+
+
+def test_tune_times_every_valid_config(plugin_env, tmp_path: Path) -> None:
+    r, out = _bench_tuned(plugin_env, tmp_path, "--tune")
+    assert r.returncode == 0, r.stdout + r.stderr
+    recs = [rec for rec in load(out).bench if rec.kernel == "toy/tuned"]
+    by_problem: dict[str, set[str]] = {}
+    for rec in recs:
+        assert rec.status == Status.OK and rec.timing is not None, rec
+        by_problem.setdefault(rec.problem_key, set()).add(rec.config)
+    assert by_problem == {
+        "64x64x64-fp16": {"split=1", "split=2", "split=4"},
+        "64x64x40-fp16": {"split=1"},  # 40 % 16 and 40 % 32 != 0
+    }
+    assert [rec.config for rec in recs if rec.selected] == ["split=1", "split=1"]
 
 
 @pytest.mark.slow
@@ -129,9 +184,9 @@ def test_killed_run_keeps_what_it_measured(plugin_env, tmp_path: Path) -> None:
     proc.kill()  # mid-run: the second problem is being timed
     proc.wait(timeout=30)
     doc = load(out)
-    assert "finished" not in doc
-    assert [r["problem_key"] for r in doc["records"]] == ["64x64x64-fp16"]
-    assert doc["records"][0]["status"] == "ok"
+    assert doc.finished is None
+    assert [r.problem_key for r in doc.bench] == ["64x64x64-fp16"]
+    assert doc.bench[0].status == Status.OK
 
 
 def test_bench_without_gpu_says_so(plugin_env, tmp_path: Path) -> None:
@@ -148,8 +203,86 @@ def test_bench_without_gpu_says_so(plugin_env, tmp_path: Path) -> None:
     assert "needs a CUDA GPU" in r.stderr
 
 
-def test_bad_arguments_are_explained(plugin_env) -> None:
-    r = _harness(plugin_env, "bench", "--device", "cpu", "--suite", "giant")
-    assert r.returncode == 2 and "unknown suite" in r.stderr
-    r = _harness(plugin_env, "bench", "--device", "cpu", "--backend", "nope")
-    assert r.returncode == 2 and "unknown backend" in r.stderr
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["list", "--backend", "nope"], "unknown backend 'nope'; the backends here are"),
+        (["list", "--kernel", "toy/nope"], "unknown kernel 'toy/nope'"),
+        (["bench", "--device", "cpu", "--suite", "giant"], "unknown suite 'giant'"),
+        (["bench", "--device", "cpu", "--rung", "9"], "unknown rung '9'; the rungs are: 0 cublas"),
+        (["bench", "--device", "cpu", "--arch", "sm_80"], "unknown arch 'sm_80'; the arches are"),
+        (["bench", "--device", "cpu", "--suite", "64x64x7"], "K = 7 is not a multiple of 8"),
+        (["bench", "--device", "cpu", "--dtype", "fp8"], "invalid choice: 'fp8'"),
+        (
+            ["bench", "--device", "cpu", "--kernel", "toy/tuned", "--config", "bogus=1"],
+            "unknown knob(s) bogus; the knobs are split",
+        ),
+        (
+            ["bench", "--device", "cpu", "--kernel", "toy/tuned", "--config", "split=3"],
+            "no config on the menu has split=3",
+        ),
+        (
+            ["bench", "--device", "cpu", "--kernel", "toy/ok", "--config", "split=2"],
+            "none of the selected kernels declares configs",
+        ),
+        (["codegen", "--backend", "toy", "--problem", "64x64x9"], "K = 9 is not a multiple"),
+    ],
+)
+def test_bad_arguments_are_one_line_errors(plugin_env, tmp_path, args, message) -> None:
+    out = tmp_path / "never.json"
+    r = _harness(plugin_env, *args, *(["--out", str(out)] if args[0] == "bench" else []))
+    assert r.returncode == 2, r.stdout + r.stderr
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), r.stderr
+    assert message in lines[0], lines[0]
+    assert not out.exists()  # refused before any kernel ran
+
+
+def test_unwritable_out_is_refused(plugin_env, tmp_path: Path) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    r = _harness(
+        plugin_env,
+        "bench",
+        "--device",
+        "cpu",
+        "--kernel",
+        "toy/ok",
+        "--out",
+        str(blocker / "x.json"),
+    )
+    assert r.returncode == 2
+    assert r.stderr.strip().startswith("error: cannot write results to")
+    assert len(r.stderr.strip().splitlines()) == 1
+
+
+def test_runs_land_in_the_ignored_run_folder(plugin_env, tmp_path: Path) -> None:
+    """Without --out a run goes to runs/ (git-ignored), never into reports/results/."""
+    env = dict(plugin_env)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "harness",
+            "bench",
+            "--device",
+            "cpu",
+            "--kernel",
+            "toy/ok",
+            "--suite",
+            "64x64x64",
+            "--check-only",
+        ],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert r.returncode == 0, r.stderr
+    files = list((tmp_path / "runs").glob("bench-*.json"))
+    assert len(files) == 1 and load(files[0]).bench[0].status == Status.OK
+    ignored = subprocess.run(
+        ["git", "check-ignore", "-q", "runs/bench-x.json"], cwd=ROOT, check=False
+    )
+    assert ignored.returncode == 0, "runs/ must be git-ignored"

@@ -4,6 +4,7 @@ import pytest
 
 from harness import codegen
 from harness.codegen import count_loc, ptx_features
+from harness.records import Status
 
 PTXAS_OUT = """ptxas info    : 0 bytes gmem
 ptxas info    : Compiling entry function 'small' for 'sm_90a'
@@ -69,8 +70,22 @@ def test_codegen_records_for_plugin_kernels() -> None:
 
     specs = discover().select(kernels=["toy/ok", "cublas/torch_matmul"])
     recs = list(codegen.codegen_records(specs, Problem(256, 256, 64), timeout_s=120))
-    assert [r["kernel"] for r in recs] == ["toy/ok"]  # the library reference has no PTX
-    assert recs[0]["status"] == "ok"
-    assert recs[0]["registers"] == 40
-    assert {"cluster", "mbarrier"} <= set(recs[0]["features"])
-    assert recs[0]["raw_ptx"] == ["setmaxnreg"]
+    assert [r.kernel for r in recs] == ["toy/ok"]  # the library reference has no PTX
+    assert recs[0].status == Status.OK
+    assert recs[0].registers == 40
+    assert {"cluster", "mbarrier"} <= set(recs[0].features)
+    assert recs[0].raw_ptx == ("setmaxnreg",)
+    assert recs[0].config is None
+
+
+@pytest.mark.usefixtures("plugin_on_path")
+def test_codegen_records_the_config_it_compiled() -> None:
+    pytest.importorskip("torch")
+    from harness.protocol import Problem
+    from harness.registry import discover
+
+    specs = discover().select(kernels=["toy/tuned"])
+    (own,) = codegen.codegen_records(specs, Problem(256, 256, 64), timeout_s=120)
+    assert (own.status, own.config) == (Status.OK, "split=1")  # no GPU: the heuristic's choice
+    (forced,) = codegen.codegen_records(specs, Problem(256, 256, 64), 120, config="split=4")
+    assert (forced.config, forced.config_values) == ("split=4", {"split": 4})

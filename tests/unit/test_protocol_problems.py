@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from harness.problems import SUITES, expand
@@ -63,16 +65,16 @@ def test_expand_applies_dtypes_dedups_and_rejects_unknown() -> None:
 
 
 def test_kernel_spec_load_checks_identity() -> None:
-    spec = KernelSpec(
-        "cublas", "torch_matmul", Rung.CUBLAS, "any", "ref", module="backends.cublas.reference"
-    )
+    from backends.cublas import kernels
+
+    (spec,) = kernels()
     assert spec.id == "cublas/torch_matmul"
     assert isinstance(spec.load(), Kernel)
-    liar = KernelSpec(
-        "cublas", "other", Rung.CUBLAS, "any", "ref", module="backends.cublas.reference"
-    )
-    with pytest.raises(TypeError, match="name"):
-        liar.load()
+    # A spec whose identity differs from what its kernel reports is refused on load.
+    for field, value in (("name", "other"), ("description", "something else")):
+        liar = dataclasses.replace(spec, **{field: value})
+        with pytest.raises(TypeError, match=field):
+            liar.load()
     with pytest.raises(ValueError, match="arch"):
         KernelSpec("x", "y", Rung.TILED, "sm_80", "d", module="m")
     missing = KernelSpec(

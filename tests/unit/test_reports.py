@@ -1,85 +1,296 @@
+"""Reports: rendering from fixtures, the Dataset's rules, the CLI's errors and promote.
+
+Fixtures: ``bench_small.json`` (schema v1: two DSLs' chains and finals, no configs, one wrong
+rung), ``bench_tune.json`` (schema v2, a later tune run: three timed configs of alpha's rung 7
+at 4096^3 with the selected one not the fastest, one wrong config, and a pure tune at 2048^3
+with no selected record), ``codegen_small.json``.
+"""
+
 from __future__ import annotations
 
 import csv
 import io
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 pytest.importorskip("matplotlib")
 
-from harness.results import ResultsError
-from reports.data import load_dataset
-from reports.render import chain_table, pct_table, render_report
+from harness.gemm import Problem
+from harness.records import BenchRecord, Stats, Status
+from harness.results import ResultsWriter, load
+from reports.cli import main
+from reports.data import build_dataset, chain_table, load_dataset, pct_table, tflops_range
+from reports.promote import PromoteError, promote
+from reports.render import (
+    README_END,
+    README_START,
+    figure_heatmap,
+    figure_ksweep,
+    render_report,
+    tuning_lines,
+    update_readme,
+)
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+ROOT = Path(__file__).resolve().parents[2]
+FIXTURES = ROOT / "tests" / "fixtures"
+ALPHA7 = "alpha/sm90/r7_multi_consumer"
+P4096 = Problem(4096, 4096, 4096)
+P2048 = Problem(2048, 2048, 2048)
+OUTPUTS = {"cross_dsl.png", "ksweep.png", "chain.png", "pct_cublas.png", "report.md"}
 
 
-def test_report_renders_every_figure_and_carries_the_fixture_numbers(tmp_path: Path) -> None:
-    written = render_report([FIXTURES], tmp_path)
-    names = {p.name for p in written}
-    assert {
-        "cross_dsl.png",
-        "ksweep.png",
-        "chain.png",
-        "pct_cublas.png",
-        "report.md",
-        "results.csv",
-    } <= names
-    for p in written:
-        if p.suffix == ".png":
-            assert p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and p.stat().st_size > 10_000
-    md = (tmp_path / "report.md").read_text()
-    # cuBLAS 4096^3: 2*4096^3 / 0.2 ms = 687.2 TFLOPS; alpha r7 0.19 ms -> 723.4 (105%).
-    assert "| 4096x4096x4096-fp16 | 687.2 | 723.4 (105%) | 687.2 (100%) |" in md
+@pytest.fixture(scope="module")
+def rendered(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("report")
+    render_report([FIXTURES], out)
+    return out
+
+
+@pytest.fixture(scope="module")
+def ds():
+    return load_dataset([FIXTURES])
+
+
+# ------------------------------------------------------------------------------------ rendering
+def test_render_writes_every_file_with_the_fixture_numbers(rendered: Path) -> None:
+    assert OUTPUTS | {"results.csv", "codegen.csv"} <= {p.name for p in rendered.iterdir()}
+    for png in rendered.glob("*.png"):
+        assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10_000
+    md = (rendered / "report.md").read_text()
+    assert "Rendered by `python -m reports`" in md
+    # alpha's own choice at 4096^3 is the selected config of the later tune run (0.195 ms),
+    # not the faster non-selected config nor the earlier unconfigured record.
     assert (
-        "| 7 multi_consumer | alpha/sm90/r7_multi_consumer | ok | 0.1900 | 723.4 | 1.11 | 10.5 |"
+        "| 4096x4096x4096-fp16 | 687.2 | 704.8 (102.6%) | `group=8,raster=m` | 687.2 (100.0%) |"
         in md
     )
-    assert "| 4 persistent | beta/sm90/r4_persistent | wrong |" in md
-    assert "Fixture GPU H000" in md and "`0123456789`" in md
-    assert "| alpha/sm90/r7_multi_consumer | sm_90a | ok | 168 | 0 | 1024 | 0.71 | 212 |" in md
+    # 2048^3 has only non-selected configs: the fastest stands in, marked and explained.
+    assert "| 2048x2048x2048-fp16 | 572.7 | 554.2 (96.8%) † | `group=4,raster=m` | - |" in md
+    assert "the fastest config measured is shown instead" in md
+    assert (
+        "| 7 multi_consumer | alpha/sm90/r7_multi_consumer | `group=8,raster=m` | ok | 0.1950 |"
+        in md
+    )
+    assert "| 4 persistent | beta/sm90/r4_persistent | - | wrong |" in md
+    assert "## Configs (tuning)" in md
+    # environment of each run, TFLOPS/GHz and watts, failures with reasons, codegen
+    assert "Fixture GPU H000, 132 SMs, L2 50 MiB" in md and "`0123456789abcdef`" in md
+    assert "power limit 700 W" in md and "warm-up 1.0 s" in md and "triton 3.9.0" in md
+    assert "| TFLOPS/GHz | % cuBLAS | SM MHz | W |" in md
+    assert "| 4096x4096x4096-fp16 | wrong | result differs from torch.matmul: max\\|err\\|" in md
+    assert "| alpha/sm90/r7_multi_consumer | - | sm_90a | ok | 168 | 0 | 1024 | 0.71 | 212 |" in md
     assert "CompileError: boom" in md
     for fig in ("cross_dsl.png", "ksweep.png", "chain.png", "pct_cublas.png"):
         assert f"]({fig})" in md
-    rows = list(csv.DictReader(io.StringIO((tmp_path / "results.csv").read_text())))
-    r7 = [r for r in rows if r["kernel"] == "alpha/sm90/r7_multi_consumer" and r["k"] == "4096"]
-    assert float(r7[0]["median_ms"]) == pytest.approx(0.19)
+    for outside in ("DESIGN.md", "DSL-NOTES", "../shared", "seeds", "the issue", "harness report"):
+        assert outside not in md
+    rows = list(csv.DictReader(io.StringIO((rendered / "results.csv").read_text())))
+    tuned = [r for r in rows if r["kernel"] == ALPHA7 and r["k"] == "4096" and r["config"]]
+    assert {r["config"] for r in tuned} >= {"group=8,raster=m", "group=4,raster=m"}
 
 
-def test_chain_and_heatmap_tables() -> None:
-    ds = load_dataset([FIXTURES])
-    table = chain_table(ds, "4096x4096x4096-fp16")
-    alpha = {row["rung"]: row for row in table["alpha"]}
-    assert alpha[3]["step"] == pytest.approx(3.0)
-    assert alpha[7]["total"] == pytest.approx(2.0 / 0.19)
-    beta = {row["rung"]: row for row in table["beta"]}
-    assert beta[4]["status"] == "wrong" and beta[4]["median_ms"] is None
-    assert beta[5]["step"] == pytest.approx(0.8 / 0.3)  # measured against the last timed rung
+def test_rendering_twice_gives_identical_bytes(rendered: Path, tmp_path: Path) -> None:
+    render_report([FIXTURES], tmp_path)
+    for name in OUTPUTS:
+        assert (tmp_path / name).read_bytes() == (rendered / name).read_bytes(), name
+
+
+def test_bad_files_are_named_and_skipped_while_the_rest_renders(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    inputs = tmp_path / "in"
+    shutil.copytree(FIXTURES, inputs)
+    (inputs / "corrupt.json").write_text('{"schema": "gemm-dsl-study/results", ')
+    newer = json.loads((FIXTURES / "bench_tune.json").read_text())
+    newer["schema_version"] = 99
+    (inputs / "newer.json").write_text(json.dumps(newer))
+    assert main([str(inputs), "--out", str(tmp_path / "out")]) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 2 and all("warning" in line for line in err)
+    assert any("corrupt.json" in line and "not valid JSON" in line for line in err)
+    assert any("newer.json" in line and "newer" in line for line in err)
+    assert OUTPUTS <= {p.name for p in (tmp_path / "out").iterdir()}
+    md = (tmp_path / "out" / "report.md").read_text()
+    assert "`bench_tune.json`" in md and "corrupt.json" not in md and "newer.json" not in md
+
+
+# -------------------------------------------------------------------------------------- the CLI
+def test_no_results_exits_2_with_one_line(tmp_path: Path) -> None:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    run = subprocess.run(
+        [sys.executable, "-m", "reports"], cwd=tmp_path, env=env, capture_output=True, text=True
+    )
+    assert run.returncode == 2 and run.stdout == ""
+    assert len(run.stderr.splitlines()) == 1 and "reports/results" in run.stderr
+    assert "Traceback" not in run.stderr
+
+
+def test_cli_errors_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "empty").mkdir()
+    assert main([str(tmp_path / "empty"), "--out", str(tmp_path / "o")]) == 2
+    assert main([str(FIXTURES), "--out", str(tmp_path / "o"), "--chain-problem", "64x64x64"]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 2
+    assert "no result files found" in err[0]
+    assert "--chain-problem 64x64x64-fp16: no timed results" in err[1]
+    assert not (tmp_path / "o").exists()
+
+
+# -------------------------------------------------------------------------------------- Dataset
+def test_dataset_picks_the_selected_config(ds) -> None:
+    rec = ds.pick(ALPHA7, P4096)
+    assert rec.config == "group=8,raster=m" and rec.selected is True
+    assert min(r.median_ms for r in ds.records(ALPHA7, P4096) if r.timed) < rec.median_ms
+    assert not ds.picked_fastest(ALPHA7, P4096)
+    fallback = ds.pick(ALPHA7, P2048)
+    assert fallback.config == "group=4,raster=m" and ds.picked_fastest(ALPHA7, P2048)
+    assert ds.final_kernels() == {"alpha": ALPHA7, "beta": "beta/sm90/r7_multi_consumer"}
+    # cuBLAS comes from the run of the record it is compared with
+    old = next(r for r in ds.records(ALPHA7, P4096) if r.config is None)
+    assert ds.run_of(ds.cublas(P4096, old)).source.endswith("bench_small.json")
+    assert ds.run_of(ds.cublas(P4096, rec)).source.endswith("bench_tune.json")
+
+
+def test_latest_run_wins_but_a_check_only_record_keeps_the_timing(tmp_path: Path) -> None:
+    base = load(FIXTURES / "bench_small.json")
+    beta7 = next(
+        r for r in base.bench if r.kernel == "beta/sm90/r7_multi_consumer" and r.problem == P4096
+    )
+    later = ResultsWriter(tmp_path / "later.json", "bench", {"gpu": "x"})
+    later.add(BenchRecord(**_ident(beta7), problem=P4096, status=Status.OK))  # check-only
+    faster = Stats(n=9, median_ms=0.1, p20_ms=0.09, p80_ms=0.11, mean_ms=0.1, min_ms=0.09, cv=0)
+    big = Problem(8192, 8192, 8192)
+    later.add(BenchRecord(**_ident(beta7), problem=big, timing=faster, status=Status.OK))
+    ds = build_dataset([base, load(tmp_path / "later.json")])
+    assert ds.pick(beta7.kernel, P4096).median_ms == pytest.approx(0.2)
+    assert ds.pick(beta7.kernel, big).median_ms == pytest.approx(0.1)  # a later timing wins
+
+
+def _ident(rec: BenchRecord) -> dict:
+    keys = ("kernel", "backend", "name", "rung", "rung_name", "arch")
+    return {k: getattr(rec, k) for k in keys}
+
+
+def test_tuning_section_lists_every_timed_config(ds) -> None:
+    md = "\n".join(tuning_lines(ds))
+    rows = {line.split(" | ")[0].lstrip("| "): line for line in md.splitlines() if "`" in line}
+    assert {"`group=4,raster=m`", "`group=8,raster=m`", "`group=8,raster=n`"} <= set(rows)
+    assert "group=16" not in md  # wrong, so not timed: listed under failures instead
+    assert md.count("**alpha/sm90/r7_multi_consumer** at ") == 2
+    section = md.split("at 4096x4096x4096-fp16:")[1]
+    assert re.search(r"`group=4,raster=m` \| 0\.1850 .*\| fastest \|", section)
+    assert re.search(r"`group=8,raster=m` \| 0\.1950 .*\| selected \|", section)
+    assert "| 102.6 |" in section  # % of cuBLAS in the same run
+
+
+def test_chain_and_heatmap_tables(ds) -> None:
+    table = chain_table(ds, P4096)
+    alpha = {row.rung: row for row in table["alpha"]}
+    assert alpha[3].step == pytest.approx(3.0)
+    assert alpha[7].total == pytest.approx(2.0 / 0.195) and alpha[7].config == "group=8,raster=m"
+    beta = {row.rung: row for row in table["beta"]}
+    assert beta[4].status == "wrong" and beta[4].median_ms is None
+    assert beta[5].step == pytest.approx(0.8 / 0.3)  # against the last timed rung
     rows, cols, grid = pct_table(ds)
-    assert rows == ["alpha/sm90/r7_multi_consumer", "beta/sm90/r7_multi_consumer"]
-    j = cols.index("8192x8192x8192-fp16")
-    assert grid[0][j] == pytest.approx(100 * 0.52 / 0.47)
+    assert rows == [ALPHA7, "beta/sm90/r7_multi_consumer"]
+    assert grid[0][cols.index(Problem(8192, 8192, 8192))] == pytest.approx(100 * 0.52 / 0.47)
 
 
-def test_report_on_missing_input_is_a_clear_error(tmp_path: Path) -> None:
-    with pytest.raises(ResultsError, match="no such file"):
-        render_report([tmp_path / "nothing.json"], tmp_path / "out")
-    with pytest.raises(ResultsError, match="no result files"):
-        render_report([tmp_path], tmp_path / "out")
+def test_heatmap_resolves_two_percent(ds) -> None:
+    fig = figure_heatmap(ds)
+    texts = [t.get_text() for ax in fig.axes for t in ax.texts]
+    assert "102.6" in texts and "110.6" in texts
+    assert all(re.fullmatch(r"\d+\.\d|-", t) for t in texts), texts
+    image = fig.axes[0].images[0]
+    assert (image.norm.vmin, image.norm.vmax) == (90.0, 110.0)
 
 
-def test_readme_block_is_regenerated_from_results(tmp_path: Path) -> None:
-    from reports.render import README_END, README_START
+def test_error_bands_and_ksweep_axis(ds) -> None:
+    rec = ds.pick(ALPHA7, P4096)
+    lo, mid, hi = tflops_range(rec)
+    assert hi == pytest.approx(mid * rec.timing.median_ms / rec.timing.p20_ms) and lo < mid < hi
+    ax = figure_ksweep(ds).axes[0]
+    assert ax.get_ylim()[0] > 0.5 * min(line.get_ydata().min() for line in ax.get_lines())
 
+
+def test_readme_block_is_regenerated(ds, tmp_path: Path) -> None:
     readme = tmp_path / "README.md"
-    readme.write_text(f"# Title\n\n{README_START}\nstale numbers\n{README_END}\n\nrest\n")
-    render_report([FIXTURES], tmp_path / "out", readme=readme)
+    old = "<!-- results:start (generated by python -m harness report --readme) -->"
+    readme.write_text(f"# Title\n\n{old}\nstale numbers\n{README_END}\n\nrest\n")
+    assert update_readme(ds, readme)
     text = readme.read_text()
-    assert "stale numbers" not in text and text.endswith("\n\nrest\n")
-    assert "| 4096x4096x4096-fp16 | 687 TFLOPS | 723 (105.3%) | 687 (100.0%) |" in text
-    assert "Fixture GPU H000 (700 W power limit" in text
+    assert README_START in text and old not in text and "stale numbers" not in text
+    assert text.endswith("\n\nrest\n")
+    assert "| 4096x4096x4096-fp16 | 687 TFLOPS | 705 (102.6%, `group=8,raster=m`) |" in text
     plain = tmp_path / "PLAIN.md"
     plain.write_text("no markers\n")
-    render_report([FIXTURES], tmp_path / "out2", readme=plain)
-    assert plain.read_text() == "no markers\n"
+    assert not update_readme(ds, plain) and plain.read_text() == "no markers\n"
+
+
+# -------------------------------------------------------------------------------------- promote
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    """A fake repository: runs/ with a run, reports/results with one committed file."""
+    (tmp_path / "runs").mkdir()
+    shutil.copy(FIXTURES / "bench_tune.json", tmp_path / "runs" / "bench-tune.json")
+    results = tmp_path / "reports" / "results"
+    (results / "archive").mkdir(parents=True)
+    shutil.copy(FIXTURES / "bench_small.json", results / "bench-old.json")
+    (results / "archive" / "README.md").write_text("# Archive\n\n| file | moved | by | why |\n")
+    return tmp_path
+
+
+def test_promote_copies_and_refuses_to_overwrite(repo: Path) -> None:
+    results = repo / "reports" / "results"
+    done = promote(repo / "runs" / "bench-tune.json", results)
+    assert done.dest == results / "bench-tune.json" and not done.moved
+    assert done.dest.read_bytes() == (repo / "runs" / "bench-tune.json").read_bytes()
+    with pytest.raises(PromoteError, match="refusing to overwrite"):
+        promote(repo / "runs" / "bench-tune.json", results)
+    (repo / "runs" / "bad.json").write_text("{")
+    with pytest.raises(PromoteError, match="does not load"):
+        promote(repo / "runs" / "bad.json", results)
+    assert not (results / "bad.json").exists()
+
+
+def test_promote_archives_what_it_supersedes(repo: Path) -> None:
+    results = repo / "reports" / "results"
+    done = promote(
+        repo / "runs" / "bench-tune.json",
+        results,
+        name="bench-new",
+        supersedes=["bench-old.json"],
+        why="timer | v3",
+        today="2026-12-01",
+    )
+    assert (results / "bench-new.json").exists() and not (results / "bench-old.json").exists()
+    assert (results / "archive" / "bench-old.json").exists()
+    lines = (results / "archive" / "README.md").read_text().splitlines()
+    assert lines[-1] == "| `bench-old.json` | 2026-12-01 | `bench-new.json` | timer \\| v3 |"
+    assert lines[0] == "# Archive" and len(lines) == 4
+    assert any("archived" in line for line in done.lines())
+    with pytest.raises(PromoteError, match="no such file"):  # nothing changes on an error
+        promote(repo / "runs" / "bench-tune.json", results, name="x", supersedes=["gone.json"])
+    assert not (results / "x.json").exists()
+
+
+def test_promote_cli(repo: Path, monkeypatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.chdir(repo)
+    argv = ["promote", "runs/bench-tune.json", "--supersedes", "bench-old.json", "--why", "new"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "promoted runs/bench-tune.json -> reports/results/bench-tune.json" in out
+    assert (
+        "archived reports/results/bench-old.json -> reports/results/archive/bench-old.json" in out
+    )
+    assert main(["promote", "runs/bench-tune.json"]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and "refusing to overwrite" in err[0]
+    assert (repo / "reports" / "results" / "archive" / "bench-old.json").exists()

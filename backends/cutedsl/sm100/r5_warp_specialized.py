@@ -47,10 +47,10 @@ from cutlass.cute.nvgpu import cpasync, tcgen05
 from cutlass.memory import SmemAllocator, TmemAllocator
 from cutlass.tensor_utils import LayoutEnum
 
+from backends.cutedsl import spec
 from backends.cutedsl._host import CuteDslKernel
 from backends.cutedsl._operands import operand_tensors
 from backends.cutedsl.sm100._epilogue import n_multiple_of_8, store_accumulator
-from harness.protocol import Rung
 
 # -- constants -------------------------------------------------------------------------------
 CLUSTER_M = 1  # no cluster yet
@@ -383,11 +383,7 @@ class Gemm:
 
 
 KERNEL = CuteDslKernel(
-    name="sm100/r5_warp_specialized",
-    rung=Rung.WARP_SPECIALIZED,
-    arch="sm_100a",
-    description="persistent warp-specialized tcgen05 (cta_group::1): TMA warp, MMA warp, "
-    "4 epilogue warps, 128x256x64, TMEM accumulator, TMA-store epilogue",
-    make_gemm=lambda num_sms, variant: Gemm(num_sms),
+    spec(__name__),
+    make_gemm=lambda num_sms, variant, config: Gemm(num_sms),
     supports_fn=n_multiple_of_8,
 )

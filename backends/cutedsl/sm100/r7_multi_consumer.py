@@ -49,10 +49,10 @@ from cutlass.cute.nvgpu import cpasync, tcgen05
 from cutlass.memory import SmemAllocator, TmemAllocator
 from cutlass.tensor_utils import LayoutEnum
 
+from backends.cutedsl import spec
 from backends.cutedsl._host import CuteDslKernel
 from backends.cutedsl._operands import operand_tensors
 from backends.cutedsl.sm100._epilogue import n_multiple_of_8, store_accumulator
-from harness.protocol import Rung
 
 # -- constants -------------------------------------------------------------------------------
 CLUSTER_M = 2  # CTA pair along M
@@ -398,11 +398,7 @@ class Gemm:
 
 
 KERNEL = CuteDslKernel(
-    name="sm100/r7_multi_consumer",
-    rung=Rung.MULTI_CONSUMER,
-    arch="sm_100a",
-    description="persistent warp-specialized 2-CTA tcgen05, 512x256x64 pair tile, two TMEM "
-    "accumulators sharing staged B, two epilogue warpgroups, TMA-store epilogue",
-    make_gemm=lambda num_sms, variant: Gemm(num_sms),
+    spec(__name__),
+    make_gemm=lambda num_sms, variant, config: Gemm(num_sms),
     supports_fn=n_multiple_of_8,
 )

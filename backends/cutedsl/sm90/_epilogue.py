@@ -171,6 +171,6 @@ def store_direct(
     cD = cute.local_tile(cute.make_identity_tensor(mD.shape), tile_mn, (tile_m, tile_n))
     tCgD = thr_mma.partition_C(gD)
     tCcD = thr_mma.partition_C(cD)
-    for i in cutlass.range_constexpr(cute.size(acc)):
+    for i in cutlass.range(cute.size(acc), unroll_full=True):
         if cute.elem_less(tCcD[i], mD.shape):
             tCgD[i] = acc[i].to(dtype)

@@ -30,9 +30,10 @@ from cutlass.cute.nvgpu import warpgroup
 from cutlass.memory import SmemAllocator
 from cutlass.tensor_utils import LayoutEnum
 
+from backends.cutedsl import spec
 from backends.cutedsl._host import CuteDslKernel
 from backends.cutedsl._operands import operand_tensors
-from harness.protocol import Problem, Rung
+from harness.protocol import Problem
 
 # -- constants -------------------------------------------------------------------------------
 BLOCK_M, BLOCK_N, BLOCK_K = 128, 128, 64  # CTA tile
@@ -68,8 +69,8 @@ class Gemm:
         tiled_mma = sm90_utils.make_trivial_tiled_mma(
             self.dtype,
             self.dtype,
-            warpgroup.OperandMajorMode.K,
-            warpgroup.OperandMajorMode.K,
+            cute.nvgpu.OperandMajorMode.K,
+            cute.nvgpu.OperandMajorMode.K,
             cutlass.Float32,
             (1, 1, 1),
             tiler_mn=(64, BLOCK_N),
@@ -181,10 +182,7 @@ def _supports(problem: Problem) -> str | None:
 
 
 KERNEL = CuteDslKernel(
-    name="sm90/r1_tiled",
-    rung=Rung.TILED,
-    arch="sm_90a",
-    description="one CTA per 128x128 tile, threads copy global->shared, wgmma, no overlap",
-    make_gemm=lambda num_sms, variant: Gemm(num_sms),
+    spec(__name__),
+    make_gemm=lambda num_sms, variant, config: Gemm(num_sms),
     supports_fn=_supports,
 )

@@ -38,6 +38,7 @@ from cutlass.cute.nvgpu import cpasync, warpgroup
 from cutlass.memory import SmemAllocator
 from cutlass.tensor_utils import LayoutEnum
 
+from backends.cutedsl import spec
 from backends.cutedsl._host import CuteDslKernel, tma_store_variant
 from backends.cutedsl._operands import operand_tensors
 from backends.cutedsl.sm90._epilogue import (
@@ -46,7 +47,6 @@ from backends.cutedsl.sm90._epilogue import (
     store_direct,
     tma_store_atom,
 )
-from harness.protocol import Rung
 
 # -- constants -------------------------------------------------------------------------------
 BLOCK_M, BLOCK_N, BLOCK_K = 128, 128, 64  # CTA tile
@@ -87,8 +87,8 @@ class Gemm:
         tiled_mma = sm90_utils.make_trivial_tiled_mma(
             self.dtype,
             self.dtype,
-            warpgroup.OperandMajorMode.K,
-            warpgroup.OperandMajorMode.K,
+            cute.nvgpu.OperandMajorMode.K,
+            cute.nvgpu.OperandMajorMode.K,
             cutlass.Float32,
             (1, 1, 1),
             tiler_mn=(64, BLOCK_N),
@@ -267,13 +267,7 @@ class Gemm:
 
 
 KERNEL = CuteDslKernel(
-    name="sm90/r3_pipelined",
-    rung=Rung.PIPELINED,
-    arch="sm_90a",
-    description=(
-        "6-stage TMA ring prefetching ahead of wgmma, one warpgroup, one CTA per tile, "
-        "128x128x64, 6 stages, TMA-store epilogue"
-    ),
-    make_gemm=lambda num_sms, tma_store: Gemm(num_sms, tma_store),
+    spec(__name__),
+    make_gemm=lambda num_sms, tma_store, config: Gemm(num_sms, tma_store),
     variant_of=tma_store_variant,
 )

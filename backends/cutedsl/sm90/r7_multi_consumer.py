@@ -5,7 +5,7 @@ consumer warpgroup w (w = 0, 1) owns rows [64w, 64w+64) and both read the same s
 (256 x 64), so each byte of B brought into shared memory feeds twice the MMA work. The
 epilogue sub-tile becomes 128 x 32 so that one TMA store carries both warpgroups' rows.
 
-Design (DESIGN.md "Hopper 2-CTA design"):
+Design (docs/design.md, "The Hopper 2-CTA design"):
 
 * persistent: grid = SMs rounded down to the cluster size; CuTeDSL's
   ``StaticPersistentTileScheduler`` hands out cluster tiles in an L2-grouped order;
@@ -25,13 +25,17 @@ Shared-memory budget (fp16/bf16, 2 bytes):
     barriers 2 x 4 x 8 B (+ align)   <  1 KiB
     227 KiB - 32 KiB - 1 KiB = 194 KiB -> 4 stages (192 KiB), total ~225 KiB
 
-Epilogue overlap: a consumer converts its finished accumulators to the output type and keeps
-them in registers (64 a thread, next to the 128 fp32 accumulators of the next tile: within the
-232 granted, no spills). It stores them only after the next tile's first k-tile of wgmma is
-issued, so the tensor cores work through that batch while the warpgroups run the stmatrix /
-TMA-store sub-tiles; the last tile's epilogue runs after the loop. Measured on an H200 against
-the same kernel storing right after its mainloop (``overlap=False``): +1 to +3 % at K = 1024 and
-2048, +0.5 % at 4096^3 / 8192^3, where the mainloop is long and the epilogue is a small share.
+Configs (``R7Config``; the harness records which one ran, ``bench --tune`` times them all):
+
+* ``group`` and ``raster``: the scheduler's L2 grouping (clusters per group) and whether tiles
+  are walked along M or N within a group;
+* ``epilogue``: ``serial`` stores a finished tile right after its mainloop, as rung 6 does;
+  ``overlap`` converts the accumulators to the output type and keeps them in registers (64 a
+  thread next to the next tile's 128 fp32 accumulators: within the 232 granted, no spills),
+  then stores them only after the next tile's first k-tile of wgmma is issued, so the tensor
+  cores work through that batch while the warpgroups run the stmatrix / TMA-store sub-tiles;
+  the last tile's epilogue runs after the loop. ``overlap`` needs the TMA-store epilogue
+  (N % 8 == 0); the heuristic picks it whenever it can.
 
 Barriers (one of each per stage s; counts are arrivals per phase):
 
@@ -50,6 +54,8 @@ wait on each passes) and the consumers with phase 0 on the full barriers (nothin
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import cuda.bindings.driver as cuda
 import cutlass
 import cutlass.cute as cute
@@ -60,6 +66,7 @@ from cutlass.cute.nvgpu import cpasync, warpgroup
 from cutlass.memory import SmemAllocator
 from cutlass.tensor_utils import LayoutEnum
 
+from backends.cutedsl import spec
 from backends.cutedsl._host import CuteDslKernel, tma_store_variant
 from backends.cutedsl._operands import operand_tensors
 from backends.cutedsl.sm90._epilogue import (
@@ -68,7 +75,7 @@ from backends.cutedsl.sm90._epilogue import (
     store_direct,
     tma_store_atom,
 )
-from harness.protocol import Rung
+from harness.protocol import ConfigSpace, KernelConfig, Problem
 
 # -- constants -------------------------------------------------------------------------------
 BLOCK_M, BLOCK_N, BLOCK_K = 128, 256, 64  # CTA tile; the cluster tile is 256 x 256
@@ -79,7 +86,6 @@ EPI_TILE = (128, 32)  # epilogue sub-tile staged in shared memory for one TMA st
 EPI_STAGES = 4  # epilogue buffers in flight
 PRODUCER_REGS = 40  # setmaxnreg.dec for the producer warpgroup
 CONSUMER_REGS = 232  # setmaxnreg.inc for the consumer warpgroups
-L2_GROUP = 8  # scheduler swizzle: clusters per L2 group along M
 THREADS_PER_WG = 128
 NUM_THREADS = (1 + NUM_CONSUMERS) * THREADS_PER_WG
 # Epilogue plan (``_epilogue.py``): the consumer warpgroups stage EPI_TILE
@@ -88,22 +94,43 @@ EPI_THREADS, EPI_STORE_WARP = NUM_CONSUMERS * THREADS_PER_WG, THREADS_PER_WG // 
 EPILOGUE = EpilogueConfig((BLOCK_M, BLOCK_N), EPI_TILE, EPI_STAGES, EPI_THREADS, EPI_STORE_WARP)
 
 
+@dataclass(frozen=True)
+class R7Config(KernelConfig):
+    """Rung 7's knobs (module docstring, "Configs")."""
+
+    group: int = 8  # scheduler swizzle: clusters per L2 group
+    raster: str = "m"  # walk tiles along M ("m") or N ("n") within a group
+    epilogue: str = "overlap"  # "overlap": store tile i under tile i + 1's first MMAs; "serial"
+
+
+MENU = tuple(
+    R7Config(group, raster, epilogue)
+    for group in (4, 8, 16)
+    for raster in ("m", "n")
+    for epilogue in ("overlap", "serial")
+)
+
+
+def _valid(problem: Problem, config: R7Config) -> str | None:
+    if config.epilogue == "overlap" and not tma_store_variant(problem):
+        return "needs N % 8 == 0 (the overlapped epilogue stores through TMA)"
+    return None
+
+
+def _heuristic(problem: Problem) -> R7Config:
+    return R7Config(epilogue="overlap" if tma_store_variant(problem) else "serial")
+
+
 class Gemm:
     """D[M, N] = A[M, K] @ B[N, K].T, persistent warp-specialized 2-CTA wgmma kernel."""
 
-    def __init__(
-        self,
-        num_sms: int,
-        tma_store: bool,
-        l2_group: int = L2_GROUP,
-        raster_m: bool = True,
-        overlap: bool = True,
-    ):
+    def __init__(self, num_sms: int, tma_store: bool, config: R7Config):
         self.max_active_clusters = num_sms // CLUSTER_M
         self.tma_store = tma_store  # needs N % 8 == 0 (16-byte aligned rows of D)
-        self.l2_group = l2_group  # (tuning knobs for scripts/dev_cutedsl.py; one config ships)
-        self.raster_m = raster_m
-        self.overlap = overlap  # epilogue of tile i under the first MMAs of tile i + 1
+        self.l2_group = config.group
+        self.raster_m = config.raster == "m"
+        # epilogue of tile i under the first MMAs of tile i + 1 (TMA-store epilogue only)
+        self.overlap = tma_store and config.epilogue == "overlap"
         self.tile_mnk = (BLOCK_M, BLOCK_N, BLOCK_K)
         self.cluster_mn = (CLUSTER_M, 1)
 
@@ -127,8 +154,8 @@ class Gemm:
         tiled_mma = sm90_utils.make_trivial_tiled_mma(
             self.dtype,
             self.dtype,
-            warpgroup.OperandMajorMode.K,
-            warpgroup.OperandMajorMode.K,
+            cute.nvgpu.OperandMajorMode.K,
+            cute.nvgpu.OperandMajorMode.K,
             cutlass.Float32,
             (NUM_CONSUMERS, 1, 1),
             tiler_mn=(64, BLOCK_N),
@@ -320,6 +347,7 @@ class Gemm:
 
             # Epilogue: registers -> shared (stmatrix) -> global (TMA store); ``_epilogue.py``.
             epi = TmaStoreEpilogue(EPILOGUE, tiled_mma, consumer_tidx, sD, tma_d, mD, self.dtype)
+            tRS_acc = epi.retile(acc)
 
             sched = utils.StaticPersistentTileScheduler.create(
                 sched_params, cute.arch.block_idx(), cute.arch.grid_dim()
@@ -327,78 +355,68 @@ class Gemm:
             work = sched.initial_work_tile_info()
             read = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, NUM_STAGES)
             release = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, NUM_STAGES)
-            # The finished tile waits in registers, converted to the output type (64 registers
-            # a thread), until the next tile's first k-tile of MMAs is issued: its epilogue then
-            # runs while the tensor cores work (see "Epilogue overlap" in the docstring).
-            rD_tile = cute.make_rmem_tensor(acc.shape, self.dtype)
-            tRS_rD_tile = epi.retile(rD_tile)
-            prev_m = cutlass.Int32(0)
-            prev_n = cutlass.Int32(0)
-            tiles_done = cutlass.Int32(0)
+            if cutlass.const_expr(self.overlap):
+                # The finished tile waits here, in the output type, until the next tile's
+                # first k-tile of MMAs is issued (module docstring, "Configs").
+                rD_tile = cute.make_rmem_tensor(acc.shape, self.dtype)
+                tRS_rD_tile = epi.retile(rD_tile)
+                prev_m = cutlass.Int32(0)
+                prev_n = cutlass.Int32(0)
+                tiles_done = cutlass.Int32(0)
             while work.is_valid_tile:
                 tile_m, tile_n, _ = work.tile_idx
+                # Mainloop: keep one wgmma batch in flight; release a stage only after the
+                # batch that read it retired (wait_group(1) after issuing the next one).
                 acc.fill(0.0)
                 tiled_mma.set(warpgroup.Field.ACCUMULATE, True)
                 warpgroup.fence()
-                # First k-tile (K >= 8, so there is one): issue its MMAs, then run the previous
-                # tile's epilogue while the tensor cores work through them.
-                ab_pipe.consumer_wait(read)
-                for kb in cutlass.range_constexpr(k_blocks):
-                    coord = (None, None, kb, read.index)
-                    cute.gemm(tiled_mma, acc, tCrA[coord], tCrB[coord], acc)
-                warpgroup.commit_group()
-                read.advance()
-                if cutlass.const_expr(self.tma_store and self.overlap):
-                    if tiles_done > 0:
-                        epi.store(tRS_rD_tile, prev_m, prev_n, warp_idx)
-                # Other k-tiles: keep one wgmma batch in flight; release a stage only after the
-                # batch that read it retired (wait_group(1) after issuing the next one).
-                for _kt in range(1, k_tiles):
+                for kt in range(k_tiles):
                     ab_pipe.consumer_wait(read)
                     for kb in cutlass.range_constexpr(k_blocks):
                         coord = (None, None, kb, read.index)
                         cute.gemm(tiled_mma, acc, tCrA[coord], tCrB[coord], acc)
                     warpgroup.commit_group()
                     read.advance()
-                    warpgroup.wait_group(1)
-                    ab_pipe.consumer_release(release)
-                    release.advance()
+                    if kt > 0:
+                        warpgroup.wait_group(1)
+                        ab_pipe.consumer_release(release)
+                        release.advance()
+                    if cutlass.const_expr(self.overlap):
+                        # The previous tile's epilogue, while the tensor cores work through
+                        # this tile's first batch.
+                        if kt == 0 and tiles_done > 0:
+                            epi.store(tRS_rD_tile, prev_m, prev_n, warp_idx)
                 # K >= 8 so there is at least one k-tile: release the last stage read.
                 warpgroup.wait_group(0)
                 ab_pipe.consumer_release(release)
                 release.advance()
 
-                if cutlass.const_expr(self.tma_store):
+                if cutlass.const_expr(self.overlap):
                     rD_tile.store(acc.load().to(self.dtype))
                     prev_m, prev_n = tile_m, tile_n
-                    if cutlass.const_expr(not self.overlap):
-                        epi.store(tRS_rD_tile, prev_m, prev_n, warp_idx)
+                    tiles_done += 1
+                elif cutlass.const_expr(self.tma_store):
+                    epi.store(tRS_acc, tile_m, tile_n, warp_idx)
                 else:
                     # Rows of D not 16-byte aligned (N % 8 != 0): no TMA store; each thread
                     # writes its accumulator elements directly, predicated on the matrix edge.
                     store_direct(thr_mma, acc, mD, EPILOGUE.tile_mn, tile_m, tile_n, self.dtype)
 
-                tiles_done += 1
                 sched.advance_to_next_work()
                 work = sched.get_current_work()
 
+            if cutlass.const_expr(self.overlap):
+                # The last tile has no successor to hide behind.
+                if tiles_done > 0:
+                    epi.store(tRS_rD_tile, prev_m, prev_n, warp_idx)
             if cutlass.const_expr(self.tma_store):
-                if cutlass.const_expr(self.overlap):
-                    # The last tile has no successor to hide behind.
-                    if tiles_done > 0:
-                        epi.store(tRS_rD_tile, prev_m, prev_n, warp_idx)
                 # Drain outstanding TMA stores before the CTA (and its shared memory) goes away.
                 epi.drain()
 
 
 KERNEL = CuteDslKernel(
-    name="sm90/r7_multi_consumer",
-    rung=Rung.MULTI_CONSUMER,
-    arch="sm_90a",
-    description=(
-        "persistent warp-specialized 2-CTA (B multicast) wgmma, 2 consumer warpgroups, "
-        "128x256x64, 4 stages, TMA-store epilogue under the next tile's first MMAs"
-    ),
-    make_gemm=lambda num_sms, tma_store: Gemm(num_sms, tma_store),
+    spec(__name__),
+    make_gemm=lambda num_sms, tma_store, config: Gemm(num_sms, tma_store, config),
     variant_of=tma_store_variant,
+    space=ConfigSpace(MENU, _heuristic, module=__name__, valid=_valid),
 )

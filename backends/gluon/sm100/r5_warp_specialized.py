@@ -43,10 +43,11 @@ from triton.experimental.gluon.language.nvidia.blackwell import (
 )
 from triton.experimental.gluon.language.nvidia.hopper import fence_async_shared, mbarrier, tma
 
+from backends.gluon import spec
 from backends.gluon._host import Desc, GluonKernel, Plan, cdiv
 from backends.gluon._pipeline import Counter
 from backends.gluon._schedule import grouped_tile
-from harness.protocol import Problem, Rung
+from harness.protocol import Problem
 
 # -- constants --------------------------------------------------------------------------------
 BLOCK_M = 128
@@ -285,10 +286,7 @@ def plan(problem: Problem, num_sms: int) -> Plan:
 
 
 KERNEL = GluonKernel(
-    name="sm100/r5_warp_specialized",
-    rung=Rung.WARP_SPECIALIZED,
-    arch="sm_100a",
-    description="persistent WS: TMA warp, tcgen05 warp, TMEM double buffer, epilogue, 128x256x64",
+    spec(__name__),
     jit_fn=r5_warp_specialized_kernel,
     plan=plan,
 )

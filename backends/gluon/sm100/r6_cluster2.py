@@ -48,10 +48,11 @@ from triton.experimental.gluon.language.nvidia.blackwell import (
 )
 from triton.experimental.gluon.language.nvidia.hopper import fence_async_shared, mbarrier, tma
 
+from backends.gluon import spec
 from backends.gluon._host import Desc, GluonKernel, Plan, cdiv
 from backends.gluon._pipeline import Counter
 from backends.gluon._schedule import grouped_tile
-from harness.protocol import Problem, Rung
+from harness.protocol import Problem
 
 # -- constants --------------------------------------------------------------------------------
 BLOCK_M = 128  # rows per CTA; the MMA covers both CTAs' 256
@@ -303,10 +304,7 @@ def plan(problem: Problem, num_sms: int) -> Plan:
 
 
 KERNEL = GluonKernel(
-    name="sm100/r6_cluster2",
-    rung=Rung.CLUSTER2,
-    arch="sm_100a",
-    description="persistent WS 2-CTA cta_group::2 tcgen05, B split across the pair, 256x256x64",
+    spec(__name__),
     jit_fn=r6_cluster2_kernel,
     plan=plan,
 )

@@ -1,7 +1,7 @@
 """Gluon · sm_100a · rung 7 ``multi_consumer`` — two accumulators per CTA sharing each B stage.
 
-Blackwell, 2-CTA clusters (``tcgen05.mma.cta_group::2``) over 512x128x64 cluster tiles, handed
-out by cluster launch control (CLC). Compiled and inspected here (no Blackwell GPU to run on).
+Blackwell, 2-CTA clusters (``tcgen05.mma.cta_group::2``) over 512x128x64 cluster tiles.
+Compiled and inspected here (no Blackwell GPU to run on).
 
 Changes from rung 6 (``cluster2``):
   * two consumers per CTA: each stage holds two A tiles (cluster rows [0, 256) and [256, 512)
@@ -11,15 +11,18 @@ Changes from rung 6 (``cluster2``):
     partition drains consumer 1's, each with its own ``acc_full`` / ``acc_empty`` barriers;
   * ``ab_empty`` now counts both MMAs of a stage (each arrives through its own commit);
   * N per tile drops from 256 to 128 so that 2 consumers x 2 TMEM buffers x 128 columns fit
-    the 512 columns, and 3 stages fit shared memory;
-  * the static persistent loop (``tile_id += num_programs``) gives way to CLC, as in seed 004's
-    ``matmul_multicta``: the grid is one cluster per cluster tile; a cluster starts on its own
-    ``program_id`` and a 1-warp scheduler partition then asks the hardware for more
-    (``clc.try_cancel``: cancel a cluster not launched yet and take its tile). Gluon issues
-    the request from the lead CTA only and multicasts the 16-byte response to both CTAs
-    (``try_cancel ... multicast::cluster::all``); every role reads it from its own CTA's slot
-    (``clc.load_result`` -> ``is_canceled()``, ``program_id(0)``: a cluster index, mapped
-    to (tile_m, tile_n) by the same L2-grouped order) and stops once a request fails.
+    the 512 columns, and 3 stages fit shared memory.
+
+Configs (``R7Config``): ``scheduler=static`` keeps rung 6's persistent loop (``tile_id +=
+num_programs``); ``scheduler=clc`` hands tiles out by cluster launch control, as in the Gluon
+multi-CTA tutorial's ``matmul_multicta``: the grid is one cluster per cluster tile; a cluster
+starts on its own ``program_id`` and a 1-warp scheduler partition then asks the hardware for
+more (``clc.try_cancel``: cancel a cluster not launched yet and take its tile). Gluon issues the
+request from the lead CTA only and multicasts the 16-byte response to both CTAs (``try_cancel
+... multicast::cluster::all``); every role reads it from its own CTA's slot
+(``clc.load_result`` -> ``is_canceled()``, ``program_id(0)``: a cluster index, mapped to
+(tile_m, tile_n) by the same L2-grouped order) and stops once a request fails. The CLC
+barriers and response slots exist in both configs; only ``clc`` uses them.
 
 No TMA multicast: in a 2-CTA cluster running ``cta_group::2`` every operand byte is already
 loaded once per pair (A split by M, B split by N), so no tile is needed by both CTAs; Gluon
@@ -49,6 +52,8 @@ previous response through the generic proxy, the CLC unit writes the next throug
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.blackwell import (
@@ -62,10 +67,11 @@ from triton.experimental.gluon.language.nvidia.blackwell import (
 )
 from triton.experimental.gluon.language.nvidia.hopper import fence_async_shared, mbarrier, tma
 
+from backends.gluon import spec
 from backends.gluon._host import Desc, GluonKernel, Plan, cdiv
 from backends.gluon._pipeline import Counter
 from backends.gluon._schedule import grouped_tile
-from harness.protocol import Problem, Rung
+from harness.protocol import ConfigSpace, KernelConfig, Problem
 
 # -- constants --------------------------------------------------------------------------------
 BLOCK_M = 128  # rows per CTA; the MMA covers both CTAs' 256
@@ -106,6 +112,7 @@ class Smem:
     N: gl.tensor
     K: gl.tensor
     GROUP_M: gl.constexpr
+    USE_CLC: gl.constexpr
 
     @gluon.constexpr_function
     def __init__(
@@ -128,6 +135,7 @@ class Smem:
         N,
         K,
         GROUP_M,
+        USE_CLC,
     ):
         self.a_desc = a_desc
         self.b_desc = b_desc
@@ -147,6 +155,7 @@ class Smem:
         self.N = N
         self.K = K
         self.GROUP_M = gl.constexpr(GROUP_M)
+        self.USE_CLC = gl.constexpr(USE_CLC)
 
 
 @gluon.jit
@@ -158,18 +167,32 @@ def _tiles(s: Smem):
 
 
 @gluon.jit
-def _next_tile(s: Smem, slot):
-    """Every role, the scheduler too: read the next CLC response, then free its slot.
+def _first_tile(s: Smem):
+    """Every role starts on its cluster's own tile; (has_work, tile_id)."""
+    num_tiles_m, num_tiles_n, _ = _tiles(s)
+    tile_id = gl.program_id(0)
+    return tile_id < num_tiles_m * num_tiles_n, tile_id
 
-    Returns (has_work, tile_id, slot): ``has_work`` is False once a request found no cluster
-    left to cancel. ``tile_id`` is the canceled cluster's ``program_id(0)``, a cluster tile.
+
+@gluon.jit
+def _next_tile(s: Smem, tile_id, slot):
+    """Every role, the scheduler too: the cluster's next tile; (has_work, tile_id, slot).
+
+    Static: the next tile ``num_programs`` further on. CLC: read the next response, then free
+    its slot; ``has_work`` is False once a request found no cluster left to cancel, and the
+    tile is the canceled cluster's ``program_id(0)``.
     """
-    mbarrier.wait(s.clc_full.index(slot.index), slot.phase)
-    response = clc.load_result(s.clc_result.index(slot.index))
-    # The response is in registers: the scheduler may refill the slot (pair barrier: the
-    # lead's next request multicasts into both CTAs' slot, so both CTAs must be done with it).
-    mbarrier.arrive(s.clc_empty.index(slot.index))
-    return response.is_canceled(), response.program_id(0), slot.next()
+    if s.USE_CLC:
+        mbarrier.wait(s.clc_full.index(slot.index), slot.phase)
+        response = clc.load_result(s.clc_result.index(slot.index))
+        # The response is in registers: the scheduler may refill the slot (pair barrier: the
+        # lead's next request multicasts into both CTAs' slot, so both must be done with it).
+        mbarrier.arrive(s.clc_empty.index(slot.index))
+        return response.is_canceled(), response.program_id(0), slot.next()
+    else:
+        num_tiles_m, num_tiles_n, _ = _tiles(s)
+        tile_id += gl.num_programs(0)
+        return tile_id < num_tiles_m * num_tiles_n, tile_id, slot
 
 
 # -- scheduler partition: one warp asking cluster launch control for the next tile ----------
@@ -178,14 +201,14 @@ def _scheduler(s: Smem):
     # ``slot.phase`` is the phase of ``clc_full`` (starts at 0); waiting on ``clc_empty`` with
     # the opposite parity makes the first NUM_CLC waits return at once (every slot free).
     slot = Counter.create(0, s.clc_full.shape[0])
-    has_work = gl.to_tensor(True)
+    has_work, tile_id = _first_tile(s)
     while has_work:
         mbarrier.wait(s.clc_empty.index(slot.index), slot.phase ^ 1)
         full = s.clc_full.index(slot.index)
         mbarrier.expect(full, 16)  # the 16-byte response lands in this CTA's slot
         clc.try_cancel(s.clc_result.index(slot.index), full)
         # After a failed request no further one may be issued: stop with the other roles.
-        has_work, _, slot = _next_tile(s, slot)
+        has_work, tile_id, slot = _next_tile(s, tile_id, slot)
 
 
 # -- load partition: one warp issuing TMA -----------------------------------------------------
@@ -197,8 +220,7 @@ def _load(s: Smem):
     num_tiles_m, num_tiles_n, k_tiles = _tiles(s)
     empty = Counter.create(1, s.ab_full.shape[0])
     slot = Counter.create(0, s.clc_full.shape[0])
-    tile_id = gl.program_id(0)  # this cluster's own tile first, then canceled clusters' tiles
-    has_work = gl.to_tensor(True)
+    has_work, tile_id = _first_tile(s)  # own tile first, then the scheduler's next ones
     while has_work:
         tile_m, tile_n = grouped_tile(tile_id, num_tiles_m, num_tiles_n, s.GROUP_M)
         for kk in range(k_tiles):
@@ -217,7 +239,7 @@ def _load(s: Smem):
                 s.b_desc, [tile_n * TILE_N, kk * TILE_K], full, s.b_bufs.index(empty.index)
             )
             empty = empty.next()
-        has_work, tile_id, slot = _next_tile(s, slot)
+        has_work, tile_id, slot = _next_tile(s, tile_id, slot)
 
 
 # -- MMA partition: one warp issuing tcgen05 --------------------------------------------------
@@ -227,7 +249,7 @@ def _mma(s: Smem):
     full = Counter.create(0, s.ab_full.shape[0])
     acc_empty = Counter.create(1, s.acc_full.shape[0] // 2)
     slot = Counter.create(0, s.clc_full.shape[0])
-    has_work = gl.to_tensor(True)
+    has_work, tile_id = _first_tile(s)
     while has_work:
         # Both consumers' buffers advance in lockstep: buffer b of consumer c is 2 * b + c.
         for c in gl.static_range(2):
@@ -247,7 +269,7 @@ def _mma(s: Smem):
         for c in gl.static_range(2):
             tcgen05_commit(s.acc_full.index(2 * acc_empty.index + c))
         acc_empty = acc_empty.next()
-        has_work, _, slot = _next_tile(s, slot)
+        has_work, tile_id, slot = _next_tile(s, tile_id, slot)
 
 
 # -- epilogues (default partition: consumer 0; a 4-warp worker: consumer 1) -------------------
@@ -260,8 +282,7 @@ def _epilogue(s: Smem, C: gl.constexpr):
     acc_full = Counter.create(0, s.acc_full.shape[0] // 2)
     c_buf = Counter.create(0, s.c_bufs.shape[0] // 2)
     slot = Counter.create(0, s.clc_full.shape[0])
-    tile_id = gl.program_id(0)
-    has_work = gl.to_tensor(True)
+    has_work, tile_id = _first_tile(s)
     while has_work:
         tile_m, tile_n = grouped_tile(tile_id, num_tiles_m, num_tiles_n, s.GROUP_M)
         mbarrier.wait(s.acc_full.index(2 * acc_full.index + C), acc_full.phase)
@@ -279,7 +300,7 @@ def _epilogue(s: Smem, C: gl.constexpr):
         # The accumulator has been read into registers: the MMA warp may reuse it.
         mbarrier.arrive(s.acc_empty.index(2 * acc_full.index + C))
         acc_full = acc_full.next()
-        has_work, tile_id, slot = _next_tile(s, slot)
+        has_work, tile_id, slot = _next_tile(s, tile_id, slot)
     tma.store_wait(pendings=0)
 
 
@@ -301,6 +322,7 @@ def r7_multi_consumer_kernel(
     EPI_WARPS: gl.constexpr,
     EPI_REGS: gl.constexpr,
     CLC_WARPS: gl.constexpr,
+    USE_CLC: gl.constexpr,
 ):
     gl.static_assert(gl.num_ctas() == 2)
     dtype: gl.constexpr = a_desc.dtype
@@ -363,19 +385,46 @@ def r7_multi_consumer_kernel(
         gl.to_tensor(N),
         gl.to_tensor(K),
         GROUP_M,
+        USE_CLC,
     )
     # -- roles --
-    gl.warp_specialize(
-        [(_epilogue, (s, 0)), (_load, (s,)), (_mma, (s,)), (_epilogue, (s, 1)), (_scheduler, (s,))],
-        [LOAD_WARPS, MMA_WARPS, EPI_WARPS, CLC_WARPS],
-        [WORKER_REGS, WORKER_REGS, EPI_REGS, WORKER_REGS],
-    )
+    if USE_CLC:
+        gl.warp_specialize(
+            [
+                (_epilogue, (s, 0)),
+                (_load, (s,)),
+                (_mma, (s,)),
+                (_epilogue, (s, 1)),
+                (_scheduler, (s,)),
+            ],
+            [LOAD_WARPS, MMA_WARPS, EPI_WARPS, CLC_WARPS],
+            [WORKER_REGS, WORKER_REGS, EPI_REGS, WORKER_REGS],
+        )
+    else:
+        gl.warp_specialize(
+            [(_epilogue, (s, 0)), (_load, (s,)), (_mma, (s,)), (_epilogue, (s, 1))],
+            [LOAD_WARPS, MMA_WARPS, EPI_WARPS],
+            [WORKER_REGS, WORKER_REGS, EPI_REGS],
+        )
+
+
+# -- configs -------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class R7Config(KernelConfig):
+    """How clusters get their tiles: ``static`` (a persistent grid of #SMs / 2 clusters, each
+    striding over the tiles, as rung 6 does) or ``clc`` (module docstring)."""
+
+    scheduler: str = "static"
+
+
+MENU = (R7Config("static"), R7Config("clc"))
 
 
 # -- host side ---------------------------------------------------------------------------------
-def plan(problem: Problem, num_sms: int) -> Plan:
+def plan(problem: Problem, num_sms: int, config: R7Config) -> Plan:
     tile_m = BLOCK_M * CLUSTER_M  # rows of one consumer's cluster tile
     num_tiles = cdiv(problem.m, tile_m * NUM_CONSUMERS) * cdiv(problem.n, BLOCK_N)
+    use_clc = config.scheduler == "clc"
     return Plan(
         args=(
             Desc("a", (tile_m, BLOCK_K), ((1, 0),)),  # CTA r: A rows [128r, 128r+128)
@@ -396,20 +445,19 @@ def plan(problem: Problem, num_sms: int) -> Plan:
             EPI_WARPS=EPI_WARPS,
             EPI_REGS=EPI_REGS,
             CLC_WARPS=CLC_WARPS,
+            USE_CLC=use_clc,
         ),
-        # One cluster per cluster tile: clusters that start early cancel the launch of
-        # pending ones and take over their tiles (CLC), so as many clusters run as fit.
-        grid=(num_tiles,),
+        # Static: one persistent cluster per SM pair. CLC: one cluster per cluster tile;
+        # clusters that start early cancel the launch of pending ones and take their tiles.
+        grid=(num_tiles if use_clc else max(1, min(num_sms // CLUSTER_M, num_tiles)),),
         num_warps=4,
         num_ctas=CLUSTER_M,
     )
 
 
 KERNEL = GluonKernel(
-    name="sm100/r7_multi_consumer",
-    rung=Rung.MULTI_CONSUMER,
-    arch="sm_100a",
-    description="CLC-scheduled WS 2-CTA cta_group::2, 2 TMEM accs share B, 2 epilogues, 512x128x64",
+    spec(__name__),
     jit_fn=r7_multi_consumer_kernel,
     plan=plan,
+    space=ConfigSpace(MENU, lambda problem: R7Config(), module=__name__),
 )

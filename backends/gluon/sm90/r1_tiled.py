@@ -23,8 +23,9 @@ from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.hopper import fence_async_shared, warpgroup_mma
 
+from backends.gluon import spec
 from backends.gluon._host import GluonKernel, Plan, Ptr, gl_dtype
-from harness.protocol import Problem, Rung
+from harness.protocol import Problem
 
 # -- constants --------------------------------------------------------------------------------
 BLOCK_M = 128
@@ -98,10 +99,7 @@ def plan(problem: Problem, num_sms: int) -> Plan:
 
 
 KERNEL = GluonKernel(
-    name="sm90/r1_tiled",
-    rung=Rung.TILED,
-    arch="sm_90a",
-    description="one CTA per tile, thread copies global->shared, synchronous wgmma, 128x128x64",
+    spec(__name__),
     jit_fn=r1_tiled_kernel,
     plan=plan,
     supports=supports,

@@ -35,8 +35,9 @@ from triton.experimental.gluon.language.nvidia.hopper import (
     warpgroup_mma,
 )
 
+from backends.gluon import spec
 from backends.gluon._host import Desc, GluonKernel, Plan, cdiv
-from harness.protocol import Problem, Rung
+from harness.protocol import Problem
 
 # -- constants --------------------------------------------------------------------------------
 BLOCK_M = 128
@@ -105,10 +106,7 @@ def plan(problem: Problem, num_sms: int) -> Plan:
 
 
 KERNEL = GluonKernel(
-    name="sm90/r2_tma",
-    rung=Rung.TMA,
-    arch="sm_90a",
-    description="one CTA per tile, TMA loads on an mbarrier, synchronous wgmma, 128x128x64",
+    spec(__name__),
     jit_fn=r2_tma_kernel,
     plan=plan,
 )

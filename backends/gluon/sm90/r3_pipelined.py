@@ -36,9 +36,10 @@ from triton.experimental.gluon.language.nvidia.hopper import (
     warpgroup_mma_wait,
 )
 
+from backends.gluon import spec
 from backends.gluon._host import Desc, GluonKernel, Plan, cdiv
 from backends.gluon._pipeline import Counter
-from harness.protocol import Problem, Rung
+from harness.protocol import Problem
 
 # -- constants --------------------------------------------------------------------------------
 BLOCK_M = 128
@@ -140,10 +141,7 @@ def plan(problem: Problem, num_sms: int) -> Plan:
 
 
 KERNEL = GluonKernel(
-    name="sm90/r3_pipelined",
-    rung=Rung.PIPELINED,
-    arch="sm_90a",
-    description="one CTA per tile, 4-stage TMA ring prefetching ahead, async wgmma, 128x128x64",
+    spec(__name__),
     jit_fn=r3_pipelined_kernel,
     plan=plan,
 )

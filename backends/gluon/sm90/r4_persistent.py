@@ -37,10 +37,11 @@ from triton.experimental.gluon.language.nvidia.hopper import (
     warpgroup_mma_wait,
 )
 
+from backends.gluon import spec
 from backends.gluon._host import Desc, GluonKernel, Plan, cdiv
 from backends.gluon._pipeline import Counter
 from backends.gluon._schedule import grouped_tile
-from harness.protocol import Problem, Rung
+from harness.protocol import Problem
 
 # -- constants --------------------------------------------------------------------------------
 BLOCK_M = 128
@@ -147,10 +148,7 @@ def plan(problem: Problem, num_sms: int) -> Plan:
 
 
 KERNEL = GluonKernel(
-    name="sm90/r4_persistent",
-    rung=Rung.PERSISTENT,
-    arch="sm_90a",
-    description="persistent, L2-grouped tile order, 4-stage TMA ring, 128x128x64",
+    spec(__name__),
     jit_fn=r4_persistent_kernel,
     plan=plan,
 )

@@ -36,10 +36,11 @@ from triton.experimental.gluon.language.nvidia.hopper import (
     warpgroup_mma_wait,
 )
 
+from backends.gluon import spec
 from backends.gluon._host import Desc, GluonKernel, Plan, cdiv
 from backends.gluon._pipeline import Counter
 from backends.gluon._schedule import grouped_tile
-from harness.protocol import Problem, Rung
+from harness.protocol import Problem
 
 # -- constants --------------------------------------------------------------------------------
 BLOCK_M = 128  # rows per CTA
@@ -238,10 +239,7 @@ def plan(problem: Problem, num_sms: int) -> Plan:
 
 
 KERNEL = GluonKernel(
-    name="sm90/r5_warp_specialized",
-    rung=Rung.WARP_SPECIALIZED,
-    arch="sm_90a",
-    description="persistent, TMA producer warp + wgmma consumer warpgroup, setmaxnreg, 128x128x64",
+    spec(__name__),
     jit_fn=r5_warp_specialized_kernel,
     plan=plan,
 )

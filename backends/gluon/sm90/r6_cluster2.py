@@ -47,10 +47,11 @@ from triton.experimental.gluon.language.nvidia.hopper import (
     warpgroup_mma_wait,
 )
 
+from backends.gluon import spec
 from backends.gluon._host import Desc, GluonKernel, Plan, cdiv
 from backends.gluon._pipeline import Counter
 from backends.gluon._schedule import grouped_tile
-from harness.protocol import Problem, Rung
+from harness.protocol import Problem
 
 # -- constants --------------------------------------------------------------------------------
 BLOCK_M = 128  # rows per CTA
@@ -268,10 +269,7 @@ def plan(problem: Problem, num_sms: int) -> Plan:
 
 
 KERNEL = GluonKernel(
-    name="sm90/r6_cluster2",
-    rung=Rung.CLUSTER2,
-    arch="sm_90a",
-    description="persistent WS 2-CTA cluster, B multicast, 1 consumer warpgroup, 256x128x64",
+    spec(__name__),
     jit_fn=r6_cluster2_kernel,
     plan=plan,
     notes=(

@@ -19,6 +19,10 @@ Shared memory per CTA (fp16/bf16, 2 bytes):
   A 2 x 64x64x2 = 16 KiB, B 256x64x2 = 32 KiB -> 48 KiB per stage; 3 stages = 144 KiB;
   epilogue 2 x 64x256x2 = 64 KiB; total 208 KiB + barriers < 227 KiB (4 stages: 256 KiB).
 
+Configs (``R7Config``; the harness records which one ran and ``bench --tune`` times them all):
+``group``, the cluster-tile rows per L2 group of the tile order, and ``k_tile``, the k-tile
+width: 64 (3 stages) or 32 (6 stages in the same 144 KiB, 64-byte swizzle).
+
 Barriers (per stage s; "pair" = one barrier living in the lead CTA that both CTAs arrive on,
 Gluon's ``allocate_mbarrier(two_ctas=True)``):
 
@@ -39,6 +43,8 @@ Barrier inits are fenced cluster-wide by the compiler (``fence.mbarrier_init.rel
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.hopper import (
@@ -49,19 +55,19 @@ from triton.experimental.gluon.language.nvidia.hopper import (
     warpgroup_mma_wait,
 )
 
+from backends.gluon import spec
 from backends.gluon._host import Desc, GluonKernel, Plan, cdiv
 from backends.gluon._pipeline import Counter
 from backends.gluon._schedule import grouped_tile
-from harness.protocol import Problem, Rung
+from harness.protocol import ConfigSpace, KernelConfig, Problem
 
 # -- constants --------------------------------------------------------------------------------
 BLOCK_M = 128  # rows per CTA (64 per consumer warpgroup)
 BLOCK_N = 256
-BLOCK_K = 64
-NUM_STAGES = 3
 NUM_CONSUMERS = 2  # consumer warpgroups per CTA
 CLUSTER_M = 2  # CTAs per cluster, stacked along M
-GROUP_M = 8  # cluster-tile rows per L2 group
+#: Shared memory the A/B ring may take: 144 KiB, i.e. 3 stages of 64-wide k-tiles (48 KiB each).
+RING_BYTES = 3 * (2 * 64 * 64 + BLOCK_N * 64) * 2
 PRODUCER_WARPS = 1
 PRODUCER_REGS = 40  # setmaxnreg.dec for the TMA warp
 CONSUMER_REGS = 232  # setmaxnreg.inc for the second consumer warpgroup
@@ -262,23 +268,41 @@ def r7_multi_consumer_kernel(
     )
 
 
+# -- configs ------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class R7Config(KernelConfig):
+    """Rung 7's knobs: the L2 grouping of the tile order, and the k-tile width. The ring keeps
+    its ``RING_BYTES``, so a 32-wide k-tile doubles the stages (3 -> 6) at a 64-byte swizzle."""
+
+    group: int = 8  # cluster-tile rows per L2 group
+    k_tile: int = 64  # BLOCK_K
+
+    @property
+    def stages(self) -> int:
+        return RING_BYTES // ((2 * 64 * self.k_tile + BLOCK_N * self.k_tile) * 2)
+
+
+MENU = tuple(R7Config(group, k_tile) for group in (4, 8, 16) for k_tile in (64, 32))
+
+
 # -- host side ---------------------------------------------------------------------------------
-def plan(problem: Problem, num_sms: int) -> Plan:
+def plan(problem: Problem, num_sms: int, config: R7Config) -> Plan:
     tile_m = BLOCK_M * CLUSTER_M
     num_tiles = cdiv(problem.m, tile_m) * cdiv(problem.n, BLOCK_N)
     clusters = max(1, min(num_sms // CLUSTER_M, num_tiles))
+    block_k = config.k_tile
     return Plan(
         args=(
-            Desc("a", (tile_m // NUM_CONSUMERS, BLOCK_K), ((1, 0),)),  # a consumer box: 64 rows/CTA
-            Desc("b", (BLOCK_N, BLOCK_K), ((0, 0),)),  # broadcast: both CTAs hold all of B
+            Desc("a", (tile_m // NUM_CONSUMERS, block_k), ((1, 0),)),  # a consumer box: 64 rows/CTA
+            Desc("b", (BLOCK_N, block_k), ((0, 0),)),  # broadcast: both CTAs hold all of B
             Desc("c", (tile_m // NUM_CONSUMERS, BLOCK_N), ((1, 0),)),
             problem.m,
             problem.n,
             problem.k,
         ),
         constexprs=dict(
-            NUM_STAGES=NUM_STAGES,
-            GROUP_M=GROUP_M,
+            NUM_STAGES=config.stages,
+            GROUP_M=config.group,
             PRODUCER_WARPS=PRODUCER_WARPS,
             PRODUCER_REGS=PRODUCER_REGS,
             CONSUMER_REGS=CONSUMER_REGS,
@@ -290,12 +314,10 @@ def plan(problem: Problem, num_sms: int) -> Plan:
 
 
 KERNEL = GluonKernel(
-    name="sm90/r7_multi_consumer",
-    rung=Rung.MULTI_CONSUMER,
-    arch="sm_90a",
-    description="persistent WS 2-CTA cluster, B multicast, 2 consumer warpgroups, 256x256x64",
+    spec(__name__),
     jit_fn=r7_multi_consumer_kernel,
     plan=plan,
+    space=ConfigSpace(MENU, lambda problem: R7Config(), module=__name__),
     notes=(
         "B multicast: Gluon issues one TMA for the whole B tile from the lead CTA "
         "(ctaMask=0b11); the design's per-CTA halves are not expressible natively",

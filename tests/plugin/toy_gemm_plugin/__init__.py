@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from harness.protocol import KernelSpec, Rung
 
-_KINDS = {
+KINDS = {
     "ok": (Rung.TILED, "fp32 CPU matmul, correct"),
     "wrong": (Rung.TMA, "drops the last K column: wrong results"),
     "raise": (Rung.PIPELINED, "raises in its launch function"),
@@ -12,6 +12,7 @@ _KINDS = {
     "hang": (Rung.WARP_SPECIALIZED, "never returns (like a deadlocked kernel)"),
     "partial": (Rung.CLUSTER2, "leaves the last output row unwritten"),
     "picky": (Rung.MULTI_CONSUMER, "supports only multiples of 64"),
+    "tuned": (Rung.MULTI_CONSUMER, "correct, with a config space (split K into 1, 2 or 4)"),
 }
 
 
@@ -28,5 +29,5 @@ def kernels() -> list[KernelSpec]:
             requires=("torch",),
             devices=("cpu",),
         )
-        for name, (rung, desc) in _KINDS.items()
+        for name, (rung, desc) in KINDS.items()
     ]

@@ -1,0 +1,307 @@
+"""Configurations as data: a kernel's knobs, its menu, its default choice and tuned tables.
+
+A kernel *may* declare a config space. Its knobs are a small frozen dataclass deriving from
+:class:`KernelConfig` (the name is derived from the values, e.g. ``group=8,raster=m``); the kernel
+exposes
+
+* ``configs``: the finite menu, a tuple of such configs;
+* ``select(problem) -> config``: its default choice, which consults the committed tuned table
+  for the GPU it runs on (:class:`TunedTable`) before its heuristic;
+* ``supports(problem, config)``, ``compile(problem, config)`` and ``codegen(problem, arch,
+  config)``, each taking the config as an optional last argument (``None`` = ``select``).
+
+:class:`ConfigSpace` packages the menu, the heuristic and the table lookup so a backend writes
+only the knobs and the heuristic. The harness forces a config (``bench --config``), times every
+valid one (``bench --tune``) and writes the tuned tables (``python -m harness tune-table``);
+every results record names the config that ran. A kernel without a config space works
+unchanged: the harness records ``config: null`` for it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+import json
+import math
+import re
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Generic, TypeVar
+
+from harness.gemm import Problem
+
+__all__ = [
+    "TUNED_SCHEMA",
+    "ConfigSpace",
+    "KernelConfig",
+    "TunedTable",
+    "config_space",
+    "current_gpu_name",
+    "gpu_slug",
+    "resolve_config",
+    "tuned_table_path",
+]
+
+TUNED_SCHEMA = "gemm-dsl-study/tuned"
+TUNED_SCHEMA_VERSION = 1
+
+
+def _format(value: Any) -> str:
+    if isinstance(value, bool):
+        return "1" if value else "0"
+    return str(value)
+
+
+def _coerce(text: str, like: Any, field: str) -> Any:
+    if isinstance(like, bool):
+        low = text.lower()
+        if low in ("1", "true", "on", "yes"):
+            return True
+        if low in ("0", "false", "off", "no"):
+            return False
+        raise ValueError(f"config field {field!r} takes 0 or 1, got {text!r}")
+    if isinstance(like, int):
+        try:
+            return int(text)
+        except ValueError:
+            raise ValueError(f"config field {field!r} takes an integer, got {text!r}") from None
+    return text
+
+
+class KernelConfig:
+    """Base of a kernel's config dataclass (declare it ``@dataclass(frozen=True)``).
+
+    Knobs are ints, strs or bools. The name is derived from the values, field by field, so a
+    name in a results file, a tuned table or on the command line always means the same knobs.
+    """
+
+    @property
+    def name(self) -> str:
+        return ",".join(f"{f.name}={_format(getattr(self, f.name))}" for f in self._fields())
+
+    def values(self) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in self._fields()}
+
+    def _fields(self) -> tuple[dataclasses.Field[Any], ...]:
+        if not dataclasses.is_dataclass(self):
+            raise TypeError(f"{type(self).__name__} must be a dataclass")
+        return dataclasses.fields(self)
+
+    def with_overrides(self, text: str) -> KernelConfig:
+        """This config with the knobs named in ``text`` (``k=v[,k=v...]``) replaced."""
+        known = self.values()
+        changes: dict[str, Any] = {}
+        for part in filter(None, (p.strip() for p in text.split(","))):
+            key, eq, value = part.partition("=")
+            if not eq or key not in known:
+                raise ValueError(
+                    f"bad config {text!r}: expected k=v pairs over the knobs "
+                    f"{', '.join(known)} (e.g. {self.name})"
+                )
+            changes[key] = _coerce(value, known[key], key)
+        return dataclasses.replace(self, **changes)  # type: ignore[type-var]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+C = TypeVar("C", bound=KernelConfig)
+
+
+def gpu_slug(gpu_name: str) -> str:
+    """A file-name-safe GPU model, e.g. ``NVIDIA H200`` -> ``nvidia-h200``."""
+    return re.sub(r"[^a-z0-9]+", "-", gpu_name.lower()).strip("-")
+
+
+def current_gpu_name() -> str | None:
+    """The name of the current CUDA device, or None (no torch, no GPU: compile-only runs)."""
+    try:
+        import torch
+    except ImportError:
+        return None
+    if not torch.cuda.is_available():
+        return None
+    return str(torch.cuda.get_device_name(torch.cuda.current_device()))
+
+
+def tuned_table_path(module: str, gpu_name: str) -> Path:
+    """Where the tuned table of the kernels in ``module``'s folder lives for ``gpu_name``:
+    ``<folder of module>/tuned/<gpu slug>.json``. Finds the folder without importing ``module``
+    (its parent package is imported; backend packages import no DSL at import time)."""
+    spec = importlib.util.find_spec(module)
+    if spec is None or not spec.origin:
+        raise ValueError(f"cannot locate module {module!r}")
+    return Path(spec.origin).resolve().parent / "tuned" / f"{gpu_slug(gpu_name)}.json"
+
+
+@dataclass(frozen=True)
+class TunedEntry:
+    problem: Problem
+    config: str
+    median_ms: float | None = None
+    pct_of_cublas: float | None = None
+
+
+@dataclass(frozen=True)
+class TunedTable:
+    """The winners of ``bench --tune`` on one GPU model: kernel id -> problem -> config name.
+
+    A lookup takes the exact problem if it was tuned; otherwise, among tuned problems with the
+    same N, K and dtype, the one nearest in M (on a log scale, as decode-to-prefill shapes grow
+    in M); otherwise nothing, and the kernel's heuristic decides.
+    """
+
+    gpu: str
+    kernels: Mapping[str, tuple[TunedEntry, ...]]
+    sources: tuple[str, ...] = ()
+
+    def lookup(self, kernel_id: str, problem: Problem) -> str | None:
+        entries = self.kernels.get(kernel_id, ())
+        for e in entries:
+            if e.problem == problem:
+                return e.config
+        near = [
+            e
+            for e in entries
+            if (e.problem.n, e.problem.k, e.problem.dtype) == (problem.n, problem.k, problem.dtype)
+        ]
+        if not near:
+            return None
+        best = min(near, key=lambda e: (abs(math.log(e.problem.m / problem.m)), e.problem.m))
+        return best.config
+
+    # -- file form ---------------------------------------------------------------------------
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "schema": TUNED_SCHEMA,
+            "schema_version": TUNED_SCHEMA_VERSION,
+            "gpu": self.gpu,
+            "sources": list(self.sources),
+            "kernels": {
+                kid: {
+                    e.problem.key: {
+                        "config": e.config,
+                        "median_ms": e.median_ms,
+                        "pct_of_cublas": e.pct_of_cublas,
+                    }
+                    for e in sorted(entries, key=lambda e: e.problem)
+                }
+                for kid, entries in sorted(self.kernels.items())
+            },
+        }
+
+    @classmethod
+    def from_json(cls, doc: Any, source: str = "tuned table") -> TunedTable:
+        if not isinstance(doc, dict) or doc.get("schema") != TUNED_SCHEMA:
+            raise ValueError(f"{source}: not a tuned table (schema {TUNED_SCHEMA!r})")
+        if doc.get("schema_version") != TUNED_SCHEMA_VERSION:
+            raise ValueError(f"{source}: tuned-table version {doc.get('schema_version')!r} unknown")
+        kernels = {
+            kid: tuple(
+                TunedEntry(
+                    Problem.parse(key), e["config"], e.get("median_ms"), e.get("pct_of_cublas")
+                )
+                for key, e in entries.items()
+            )
+            for kid, entries in doc.get("kernels", {}).items()
+        }
+        return cls(str(doc.get("gpu")), kernels, tuple(doc.get("sources", ())))
+
+    @classmethod
+    def read(cls, path: Path) -> TunedTable | None:
+        """The table at ``path``; None if there is none. A broken file raises ValueError."""
+        try:
+            text = path.read_text()
+        except FileNotFoundError:
+            return None
+        try:
+            return cls.from_json(json.loads(text), str(path))
+        except (json.JSONDecodeError, KeyError, TypeError) as e:
+            raise ValueError(f"{path}: unreadable tuned table ({e})") from None
+
+    def merged(self, other: TunedTable) -> TunedTable:
+        """This table with ``other``'s entries replacing same-kernel, same-problem ones."""
+        kernels = {k: {e.problem: e for e in v} for k, v in self.kernels.items()}
+        for kid, entries in other.kernels.items():
+            kernels.setdefault(kid, {}).update({e.problem: e for e in entries})
+        sources = tuple(dict.fromkeys((*self.sources, *other.sources)))
+        return TunedTable(other.gpu, {k: tuple(v.values()) for k, v in kernels.items()}, sources)
+
+
+@dataclass(frozen=True)
+class ConfigSpace(Generic[C]):
+    """A kernel's menu, heuristic and tuned-table lookup.
+
+    ``module`` names the kernel module whose folder holds ``tuned/<gpu>.json``;
+    ``heuristic(problem)`` must return a member of ``menu`` valid for the problem and is what a
+    problem no table covers gets (never a refusal: the heuristic serves every valid problem).
+    """
+
+    menu: tuple[C, ...]
+    heuristic: Callable[[Problem], C]
+    module: str | None = None
+    #: Why ``config`` cannot run ``problem`` (None: it can). The heuristic must pick a valid one.
+    valid: Callable[[Problem, C], str | None] = lambda problem, config: None
+
+    def __post_init__(self) -> None:
+        if not self.menu:
+            raise ValueError("a config space needs at least one config")
+        names = [c.name for c in self.menu]
+        if len(set(names)) != len(names):
+            raise ValueError(f"config names repeat: {names}")
+
+    def by_name(self, name: str) -> C | None:
+        return next((c for c in self.menu if c.name == name), None)
+
+    def select(self, kernel_id: str, problem: Problem, gpu_name: str | None = None) -> C:
+        """The tuned table's choice for ``problem`` on ``gpu_name`` if it has one, else the
+        heuristic's."""
+        if self.module is not None and gpu_name is not None:
+            table = TunedTable.read(tuned_table_path(self.module, gpu_name))
+            name = table.lookup(kernel_id, problem) if table else None
+            chosen = self.by_name(name) if name else None
+            if chosen is not None and self.valid(problem, chosen) is None:
+                return chosen
+        choice = self.heuristic(problem)
+        if choice not in self.menu:
+            raise ValueError(f"heuristic chose {choice.name}, which is not on the menu")
+        why = self.valid(problem, choice)
+        if why:
+            raise ValueError(f"heuristic chose {choice.name} for {problem.key}, which {why}")
+        return choice
+
+
+def config_space(kernel: Any) -> tuple[KernelConfig, ...] | None:
+    """The menu of a kernel that declares a config space, else None."""
+    menu = getattr(kernel, "configs", None)
+    if menu is None or not callable(getattr(kernel, "select", None)):
+        return None
+    return tuple(menu)
+
+
+def resolve_config(kernel: Any, problem: Problem, request: str | None) -> KernelConfig | None:
+    """The config a run of ``kernel`` on ``problem`` uses.
+
+    ``request`` is None (the kernel's own ``select``), a full config name, or ``k=v`` pairs that
+    override the selected config's knobs. The result must be on the kernel's menu. A kernel
+    without a config space takes no request (ValueError) and runs with ``None``.
+    """
+    menu = config_space(kernel)
+    if menu is None:
+        if request:
+            raise ValueError("this kernel declares no configs")
+        return None
+    base = kernel.select(problem)
+    if not request:
+        return base
+    cfg = base.with_overrides(request)
+    if cfg not in menu:
+        raise ValueError(
+            f"config {cfg.name} is not on the menu; choose from: {', '.join(_names(menu))}"
+        )
+    return cfg
+
+
+def _names(menu: Iterable[KernelConfig]) -> list[str]:
+    return [c.name for c in menu]

@@ -1,0 +1,28 @@
+"""Keep third-party noise out of the harness's progress output.
+
+DSL stacks print pages that say nothing about the kernels being measured: deprecation warnings
+from their own internals at import, and leak reports from nanobind-bound extensions at
+interpreter exit (workers end with ``os._exit``, see :mod:`harness.worker`; pytest runs end the
+same way, see ``tests/conftest.py``). Set ``GEMM_STUDY_VERBOSE=1`` to see all of it again.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+
+__all__ = ["quiet_third_party", "verbose"]
+
+
+def verbose() -> bool:
+    """True when ``GEMM_STUDY_VERBOSE`` asks for third-party output."""
+    return os.environ.get("GEMM_STUDY_VERBOSE", "") not in ("", "0")
+
+
+def quiet_third_party() -> None:
+    """Silence deprecation warnings in this process (unless verbose)."""
+    if verbose():
+        return
+    warnings.filterwarnings("ignore", category=DeprecationWarning)
+    warnings.filterwarnings("ignore", category=PendingDeprecationWarning)
+    warnings.filterwarnings("ignore", category=FutureWarning)

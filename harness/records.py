@@ -1,0 +1,113 @@
+"""Typed results records: what a bench or codegen run produces, one record per outcome.
+
+Records are frozen dataclasses built by the runner and the codegen driver and read by the
+reports; :mod:`harness.results` is the only place that turns them into JSON and back. Absent
+numbers are ``None``. Every record names the kernel (its identity fields) and, for kernels with
+a config space, the config that ran (``config`` is its name, ``config_values`` its knobs).
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from harness.check import CheckResult
+from harness.gemm import Problem
+from harness.telemetry import Telemetry
+from harness.timing import Stats
+
+__all__ = ["BenchRecord", "CheckResult", "CodegenRecord", "Stats", "Status", "Telemetry"]
+
+
+class Status(enum.StrEnum):
+    OK = "ok"
+    UNSUPPORTED = "unsupported"
+    WRONG = "wrong"
+    ERROR = "error"
+    TIMEOUT = "timeout"
+
+    @property
+    def failed(self) -> bool:
+        """A wrong result, an exception/crash or a hang (not a declared limitation)."""
+        return self in (Status.WRONG, Status.ERROR, Status.TIMEOUT)
+
+
+@dataclass(frozen=True, kw_only=True)
+class _KernelRecord:
+    kernel: str
+    backend: str
+    name: str
+    rung: int
+    rung_name: str
+    arch: str
+    status: Status = Status.ERROR
+    reason: str | None = None
+    config: str | None = None
+    config_values: Mapping[str, Any] | None = None
+
+    @staticmethod
+    def identity(spec: Any) -> dict[str, Any]:
+        """The identity fields of a :class:`~harness.protocol.KernelSpec`."""
+        return {
+            "kernel": spec.id,
+            "backend": spec.backend,
+            "name": spec.name,
+            "rung": int(spec.rung),
+            "rung_name": spec.rung.label,
+            "arch": spec.arch,
+        }
+
+    @property
+    def label(self) -> str:
+        """``kernel`` or ``kernel [config]``: how logs, tables and plots name what ran."""
+        return f"{self.kernel} [{self.config}]" if self.config else self.kernel
+
+
+@dataclass(frozen=True, kw_only=True)
+class BenchRecord(_KernelRecord):
+    """One (kernel, config, problem) of a bench run.
+
+    ``selected`` says whether ``config`` is the kernel's own choice for the problem (what a
+    plain ``bench`` runs); a ``--tune`` run also records every other config on the menu.
+    """
+
+    problem: Problem
+    selected: bool | None = None
+    compile_s: float | None = None
+    check: CheckResult | None = None
+    timing: Stats | None = None
+    rotation_sets: int | None = None
+    tflops: float | None = None
+    tflops_per_ghz: float | None = None
+    pct_of_cublas: float | None = None
+    telemetry: Telemetry | None = None
+    traceback: str | None = None
+
+    @property
+    def problem_key(self) -> str:
+        return self.problem.key
+
+    @property
+    def timed(self) -> bool:
+        return self.status == Status.OK and self.timing is not None
+
+    @property
+    def median_ms(self) -> float | None:
+        return self.timing.median_ms if self.timing else None
+
+
+@dataclass(frozen=True, kw_only=True)
+class CodegenRecord(_KernelRecord):
+    """One kernel compiled for its arch without a GPU."""
+
+    registers: int | None = None
+    spill_bytes: int | None = None
+    shared_bytes: int | None = None
+    compile_seconds: float | None = None
+    lines_of_code: int | None = None
+    features: tuple[str, ...] = ()
+    raw_ptx: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+    ptx_bytes: int | None = None

@@ -1,0 +1,143 @@
+"""``python -m reports``: render the report, or promote a run into the committed results.
+
+::
+
+    python -m reports [RESULTS ...] [--out DIR] [--readme README.md] [--chain-problem KEY]
+    python -m reports promote RUN.json [--name NAME] [--supersedes OLD.json ...] [--why TEXT]
+
+Rendering reads result files and folders (default ``reports/results``, one level deep, so its
+``archive/`` is not read) and writes the figures, ``report.md`` and the CSVs into ``--out``
+(default ``reports/latest``). Every error is one line on stderr and exit status 2, because
+these commands run in scripts and sessions where a traceback hides the one fact that matters.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import sys
+from pathlib import Path
+from typing import NoReturn
+
+__all__ = ["main"]
+
+PROG = "python -m reports"
+DEFAULT_RESULTS = Path("reports/results")
+DEFAULT_OUT = Path("reports/latest")
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse whose usage errors are one line (exit 2), like every other error here."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def _render_parser() -> argparse.ArgumentParser:
+    p = _Parser(
+        prog=PROG,
+        description="Render figures, report.md and results.csv from result files. "
+        f"`{PROG} promote -h` for promoting a run into the committed results.",
+    )
+    p.add_argument(
+        "results",
+        nargs="*",
+        type=Path,
+        help=f"result files or folders, one level deep (default {DEFAULT_RESULTS})",
+    )
+    p.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"default {DEFAULT_OUT}")
+    p.add_argument(
+        "--readme",
+        type=Path,
+        action="append",
+        default=[],
+        help="also refresh the results block between this file's markers (repeatable; a "
+        "backends/<name>/README.md gets that backend's table)",
+    )
+    p.add_argument(
+        "--chain-problem",
+        metavar="KEY",
+        help="problem of the speedup chain, e.g. 8192x8192x8192-fp16 (default 4096^3 fp16)",
+    )
+    return p
+
+
+def _promote_parser() -> argparse.ArgumentParser:
+    p = _Parser(
+        prog=f"{PROG} promote",
+        description="Copy a run into the committed results; move the files it supersedes into "
+        "the archive and record why in the archive's README.md.",
+    )
+    p.add_argument("run", type=Path, help="the run's results file (normally under runs/)")
+    p.add_argument("--name", help="file name in the results folder (default: the run's own)")
+    p.add_argument(
+        "--supersedes",
+        action="append",
+        default=[],
+        metavar="OLD.json",
+        help="a committed results file this run replaces (repeatable)",
+    )
+    p.add_argument("--why", help="why the superseded files are replaced (for the archive index)")
+    p.add_argument("--results-dir", type=Path, default=DEFAULT_RESULTS, help=argparse.SUPPRESS)
+    return p
+
+
+def _say(kind: str, text: str) -> None:
+    print(f"{PROG}: {kind}: {text}", file=sys.stderr)
+
+
+def _render(argv: list[str]) -> int:
+    args = _render_parser().parse_args(argv)
+    if importlib.util.find_spec("matplotlib") is None:
+        _say("error", "rendering needs matplotlib: pip install -e '.[report]'")
+        return 2
+    from reports.render import render_report
+
+    written = render_report(
+        args.results or [DEFAULT_RESULTS],
+        args.out,
+        chain_problem_key=args.chain_problem,
+        readme=args.readme,
+        warn=lambda m: _say("warning", m),
+    )
+    files = [p for p in written if p not in args.readme]
+    print(f"wrote {len(files)} files to {args.out}: " + ", ".join(p.name for p in files))
+    for readme in args.readme:
+        if readme in written:
+            print(f"refreshed the results block of {readme}")
+        else:
+            _say("warning", f"{readme} has no results markers; left unchanged")
+    return 0
+
+
+def _promote(argv: list[str]) -> int:
+    from reports.promote import promote
+
+    args = _promote_parser().parse_args(argv)
+    done = promote(
+        args.run,
+        args.results_dir,
+        name=args.name,
+        supersedes=args.supersedes,
+        why=args.why,
+    )
+    for line in done.lines():
+        print(line)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    from harness.results import ResultsError
+    from reports.data import ReportError
+    from reports.promote import PromoteError
+
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        if argv[:1] == ["promote"]:
+            return _promote(argv[1:])
+        return _render(argv)
+    except (ResultsError, ReportError, PromoteError) as e:
+        _say("error", str(e))
+    except OSError as e:
+        _say("error", f"{e.filename or ''}: {e.strerror or e}".lstrip(": "))
+    return 2

@@ -1,0 +1,181 @@
+"""Configurations as data: names derived from values, overrides, the menu, the tuned table
+that ``select`` consults before its heuristic, and the command that writes that table."""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import pytest
+
+from harness.configs import (
+    ConfigSpace,
+    KernelConfig,
+    TunedEntry,
+    TunedTable,
+    resolve_config,
+    tuned_table_path,
+)
+from harness.gemm import Problem
+from harness.protocol import KernelSpec, Rung
+from harness.records import BenchRecord, Stats, Status
+from harness.results import Document
+from harness.runner import check_config_request
+from harness.tune import choose, write_tables
+
+
+@dataclass(frozen=True)
+class Knobs(KernelConfig):
+    group: int = 8
+    raster: str = "m"
+    fast: bool = True
+
+
+MENU = tuple(Knobs(g, r) for g in (4, 8) for r in ("m", "n"))
+P = Problem(4096, 4096, 4096)
+
+
+def test_name_is_derived_from_values_and_parses_back() -> None:
+    k = Knobs(16, "n", False)
+    assert k.name == "group=16,raster=n,fast=0"
+    assert k.values() == {"group": 16, "raster": "n", "fast": False}
+    assert Knobs().with_overrides(k.name) == k
+    assert Knobs().with_overrides("raster=n") == Knobs(raster="n")
+    with pytest.raises(ValueError, match="knobs group, raster, fast"):
+        Knobs().with_overrides("colour=red")
+    with pytest.raises(ValueError, match="takes an integer"):
+        Knobs().with_overrides("group=big")
+
+
+def test_space_refuses_duplicates_and_off_menu_heuristics() -> None:
+    with pytest.raises(ValueError, match="repeat"):
+        ConfigSpace((Knobs(), Knobs()), lambda p: Knobs())
+    space = ConfigSpace(MENU, lambda p: Knobs(group=99))
+    with pytest.raises(ValueError, match="not on the menu"):
+        space.select("x/y", P)
+    picky = ConfigSpace(MENU, lambda p: Knobs(), valid=lambda p, c: "no" if c.group == 8 else None)
+    with pytest.raises(ValueError, match="which no"):
+        picky.select("x/y", P)
+
+
+@pytest.fixture()
+def kernel_module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    """A throw-away kernel module whose folder can hold a tuned table."""
+    pkg = tmp_path / "tmpkernels"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "r7.py").write_text("")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    yield "tmpkernels.r7"
+    sys.modules.pop("tmpkernels", None)
+
+
+def _table(module: str, gpu: str, entries: dict[str, str]) -> Path:
+    path = tuned_table_path(module, gpu)
+    table = TunedTable(
+        gpu, {"x/r7": tuple(TunedEntry(Problem.parse(k), v) for k, v in entries.items())}
+    )
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(table.to_json()))
+    return path
+
+
+def test_select_consults_the_tuned_table_before_the_heuristic(kernel_module: str) -> None:
+    space = ConfigSpace(MENU, lambda p: Knobs(), module=kernel_module)
+    path = _table(
+        kernel_module,
+        "NVIDIA H200",
+        {"4096x4096x4096-fp16": Knobs(4, "n").name, "128x4096x4096-fp16": Knobs(4, "m").name},
+    )
+    assert path.name == "nvidia-h200.json" and path.parent.name == "tuned"
+    assert space.select("x/r7", P, "NVIDIA H200") == Knobs(4, "n")  # exact problem
+    assert space.select("x/r7", Problem(100, 4096, 4096), "NVIDIA H200") == Knobs(4, "m")  # near M
+    assert space.select("x/r7", Problem(100, 512, 4096), "NVIDIA H200") == Knobs()  # heuristic
+    assert space.select("x/r7", P, "NVIDIA H100") == Knobs()  # another GPU: no table
+    assert space.select("x/r7", P, None) == Knobs()  # compile-only: no GPU
+    assert space.select("other/kernel", P, "NVIDIA H200") == Knobs()
+    # a stale entry (a config no longer on the menu) falls back to the heuristic
+    _table(kernel_module, "NVIDIA H200", {"4096x4096x4096-fp16": "group=3,raster=m,fast=1"})
+    assert space.select("x/r7", P, "NVIDIA H200") == Knobs()
+
+
+class _Configurable:
+    configs = MENU
+
+    def select(self, problem: Problem) -> Knobs:
+        return Knobs()
+
+
+def test_resolve_config_forces_names_and_overrides() -> None:
+    k = _Configurable()
+    assert resolve_config(k, P, None) == Knobs()
+    assert resolve_config(k, P, "raster=n") == Knobs(raster="n")
+    assert resolve_config(k, P, Knobs(4, "n").name) == Knobs(4, "n")
+    with pytest.raises(ValueError, match="not on the menu"):
+        resolve_config(k, P, "group=16")
+    with pytest.raises(ValueError, match="declares no configs"):
+        resolve_config(object(), P, "group=4")
+    assert resolve_config(object(), P, None) is None
+
+
+def test_config_requests_are_checked_on_names_alone() -> None:
+    names = [c.name for c in MENU]
+    assert check_config_request(names, "raster=n") is None
+    assert check_config_request(names, names[0]) is None
+    assert "unknown knob(s) colour" in check_config_request(names, "colour=red")
+    assert "no config on the menu has group=16" in check_config_request(names, "group=16")
+    assert "expected k=v" in check_config_request(names, "fast")
+
+
+# -- tune-table --------------------------------------------------------------------------------
+SPEC = KernelSpec("x", "r7", Rung.MULTI_CONSUMER, "sm_90a", "d", module="tmpkernels.r7")
+
+
+def _rec(config: Knobs, ms: float, selected: bool, problem: Problem = P) -> BenchRecord:
+    return BenchRecord(
+        **BenchRecord.identity(SPEC),
+        problem=problem,
+        status=Status.OK,
+        config=config.name,
+        config_values=config.values(),
+        selected=selected,
+        timing=Stats(n=100, median_ms=ms, p20_ms=ms, p80_ms=ms, mean_ms=ms, min_ms=ms, cv=0.0),
+        pct_of_cublas=100.0,
+    )
+
+
+def _doc(*records: BenchRecord, gpu: str = "NVIDIA H200") -> Document:
+    return Document("bench", {"gpu": gpu}, records, "2026-11-23T00:00:00", source="runs/t.json")
+
+
+def test_tune_table_keeps_the_selected_config_within_the_margin() -> None:
+    near = _doc(
+        _rec(Knobs(), 1.000, True), _rec(Knobs(4), 0.995, False), _rec(Knobs(4, "n"), 1.1, False)
+    )
+    (c,) = choose([near], margin=0.01)
+    assert c.fastest.config == Knobs(4).name and c.chosen.config == Knobs().name
+    far = _doc(_rec(Knobs(), 1.000, True), _rec(Knobs(4), 0.95, False))
+    (c,) = choose([far], margin=0.01)
+    assert c.chosen.config == Knobs(4).name and c.gain == pytest.approx(1 / 0.95 - 1)
+    lonely = _doc(_rec(Knobs(), 1.0, True))
+    assert choose([lonely]) == []  # one config timed: nothing to choose between
+    assert choose([_doc(_rec(Knobs(), 1.0, True), _rec(Knobs(4), 0.5, False), gpu="")]) == []
+
+
+def test_tune_table_writes_and_merges_per_gpu(kernel_module: str) -> None:
+    other = Problem(8192, 8192, 512)
+    first = choose([_doc(_rec(Knobs(), 1.0, True), _rec(Knobs(4), 0.9, False))])
+    (path,) = write_tables(first, [SPEC])
+    assert path == tuned_table_path(kernel_module, "NVIDIA H200")
+    second = choose([_doc(_rec(Knobs(), 1.0, True, other), _rec(Knobs(8, "n"), 0.5, False, other))])
+    write_tables(second, [SPEC])
+    table = TunedTable.read(path)
+    assert table.lookup("x/r7", P) == Knobs(4).name  # kept from the first run
+    assert table.lookup("x/r7", other) == Knobs(8, "n").name
+    space = ConfigSpace(MENU, lambda p: Knobs(), module=kernel_module)
+    assert space.select("x/r7", other, "NVIDIA H200") == Knobs(8, "n")
+    skipped: list[str] = []
+    assert write_tables(second, [replace(SPEC, name="gone")], log=skipped.append) == []
+    assert skipped and "not a kernel of this installation" in skipped[0]
