@@ -312,19 +312,16 @@ def cmd_tune_table(args: argparse.Namespace) -> int:
             "no problem with two or more timed configs in these files (run `bench --tune`)"
         )
     for c in choices:
-        gain = c.gain
-        why = (
-            "fastest"
-            if c.chosen is c.fastest and c.selected is not c.fastest
-            else "already selected"
-            if c.chosen is c.selected
-            else "kept (within margin)"
-        )
-        _print(
-            f"{c.kernel:<40} {c.problem.key:<22} {c.chosen.config:<36} "
-            f"{c.configs:>2} configs  {why}"
-            + (f", {100 * gain:+.1f}% vs selected" if gain is not None else "")
-        )
+        if c.selected is None:
+            why = "fastest (no record of the kernel's own choice)"
+        elif c.fastest is c.selected:
+            why = "the kernel's own choice is the fastest"
+        elif c.chosen is c.selected:
+            lead = c.selected.median_ms / c.fastest.median_ms - 1.0  # type: ignore[operator]
+            why = f"own choice kept: {c.fastest.config} is only {100 * lead:+.1f}%"
+        else:
+            why = f"{100 * (c.gain or 0.0):+.1f}% over the own choice {c.selected.config}"
+        _print(f"{c.kernel:<34} {c.problem.key:<22} {c.chosen.config:<36} {why}")
     if args.dry_run:
         return 0
     for path in write_tables(choices, discover(), log=_warn):

@@ -41,7 +41,7 @@ class Faulty:
         import torch
         from cuda.bindings import driver
 
-        torch.cuda.init()
+        torch.zeros(1, device="cuda")  # makes torch's (primary) context current here
         err, module = driver.cuModuleLoadData(_PTX)
         assert err == driver.CUresult.CUDA_SUCCESS, err
         err, fn = driver.cuModuleGetFunction(module, b"fault")
