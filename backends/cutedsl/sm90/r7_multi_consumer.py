@@ -121,6 +121,19 @@ def _heuristic(problem: Problem) -> R7Config:
     return R7Config(epilogue="overlap" if tma_store_variant(problem) else "serial")
 
 
+@cute.jit
+def mma_k_tile(ab_pipe, tiled_mma, acc, tCrA, tCrB, read):
+    """Consumer step: wait for the stage ``read`` names and issue its k-tile of wgmma (every
+    k-block of the stage) as one committed batch into ``acc``; return the next read state."""
+    ab_pipe.consumer_wait(read)
+    for kb in cutlass.range_constexpr(cute.size(tCrA, mode=[2])):
+        coord = (None, None, kb, read.index)
+        cute.gemm(tiled_mma, acc, tCrA[coord], tCrB[coord], acc)
+    warpgroup.commit_group()
+    read.advance()
+    return read
+
+
 class Gemm:
     """D[M, N] = A[M, K] @ B[N, K].T, persistent warp-specialized 2-CTA wgmma kernel."""
 
@@ -343,7 +356,6 @@ class Gemm:
             tCrA = tiled_mma.make_fragment_A(thr_mma.partition_A(sA))
             tCrB = tiled_mma.make_fragment_B(thr_mma.partition_B(sB))
             acc = cute.make_rmem_tensor(thr_mma.partition_C(gD).shape[:3], cutlass.Float32)
-            k_blocks = cute.size(tCrA, mode=[2])
 
             # Epilogue: registers -> shared (stmatrix) -> global (TMA store); ``_epilogue.py``.
             epi = TmaStoreEpilogue(EPILOGUE, tiled_mma, consumer_tidx, sD, tma_d, mD, self.dtype)
@@ -370,22 +382,18 @@ class Gemm:
                 acc.fill(0.0)
                 tiled_mma.set(warpgroup.Field.ACCUMULATE, True)
                 warpgroup.fence()
-                for kt in range(k_tiles):
-                    ab_pipe.consumer_wait(read)
-                    for kb in cutlass.range_constexpr(k_blocks):
-                        coord = (None, None, kb, read.index)
-                        cute.gemm(tiled_mma, acc, tCrA[coord], tCrB[coord], acc)
-                    warpgroup.commit_group()
-                    read.advance()
-                    if kt > 0:
-                        warpgroup.wait_group(1)
-                        ab_pipe.consumer_release(release)
-                        release.advance()
-                    if cutlass.const_expr(self.overlap):
-                        # The previous tile's epilogue, while the tensor cores work through
-                        # this tile's first batch.
-                        if kt == 0 and tiles_done > 0:
-                            epi.store(tRS_rD_tile, prev_m, prev_n, warp_idx)
+                # The first k-tile (K >= 8, so there is one) is issued on its own so that the
+                # previous tile's epilogue can run under it. Inside the loop, behind a runtime
+                # branch, the stores made ptxas serialize the wgmma of the bf16 build (C7514).
+                read = mma_k_tile(ab_pipe, tiled_mma, acc, tCrA, tCrB, read)
+                if cutlass.const_expr(self.overlap):
+                    if tiles_done > 0:
+                        epi.store(tRS_rD_tile, prev_m, prev_n, warp_idx)
+                for _kt in range(1, k_tiles):
+                    read = mma_k_tile(ab_pipe, tiled_mma, acc, tCrA, tCrB, read)
+                    warpgroup.wait_group(1)
+                    ab_pipe.consumer_release(release)
+                    release.advance()
                 # K >= 8 so there is at least one k-tile: release the last stage read.
                 warpgroup.wait_group(0)
                 ab_pipe.consumer_release(release)
