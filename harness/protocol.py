@@ -4,9 +4,9 @@ A backend imports this module (and its own DSL) and nothing else from the harnes
 describes its kernels with :class:`KernelSpec` values, which name a module to import lazily,
 so that listing kernels never imports a DSL. The module's attribute (``KERNEL`` by default) is
 an object implementing :class:`Kernel`. A kernel's identity (backend, name, rung, arch,
-description) is written once, in its spec; the kernel object reports the same values (built-in
-backends hand the spec to the kernel, see ``backends/*/__init__.py``) and :meth:`KernelSpec.load`
-refuses a kernel whose identity differs from its spec.
+description) is written once, in its spec; a kernel object that also reports it (built-in
+backends hand the spec to the kernel, see ``backends/*/__init__.py``) must report the same
+values, or :meth:`KernelSpec.load` refuses it.
 
 The GEMM is the "TN" convention (:mod:`harness.gemm`). A kernel may declare a config
 space (:mod:`harness.configs`): its knobs as a frozen dataclass, a finite menu and a default
@@ -128,16 +128,14 @@ class Artifacts:
 class Kernel(Protocol):
     """One kernel of one backend at one rung for one target arch.
 
+    Its identity (backend, name, rung, arch, description) is its :class:`KernelSpec`'s; a kernel
+    object may also report it as attributes (the built-in ones do, from their spec), and then
+    :meth:`KernelSpec.load` checks that the two agree.
+
     A kernel that declares a config space (:class:`ConfigurableKernel`) takes the config as an
     optional last argument of ``supports``, ``compile`` and ``codegen``; ``None`` means its own
     choice, ``select(problem)``.
     """
-
-    backend: str
-    name: str
-    rung: Rung
-    arch: str
-    description: str
 
     def supports(self, problem: Problem) -> str | None:
         """``None`` if this kernel can run ``problem``, else a one-line reason."""
@@ -272,12 +270,12 @@ class KernelSpec:
         if not isinstance(kernel, Kernel):
             raise TypeError(f"{self.module}.{self.attr} does not implement harness.protocol.Kernel")
         for attr in ("backend", "name", "arch", "description"):
-            if getattr(kernel, attr) != getattr(self, attr):
+            if hasattr(kernel, attr) and getattr(kernel, attr) != getattr(self, attr):
                 raise TypeError(
                     f"{self.id}: spec says {attr}={getattr(self, attr)!r} but the kernel says "
                     f"{getattr(kernel, attr)!r}"
                 )
-        if Rung(kernel.rung) != self.rung:
+        if hasattr(kernel, "rung") and Rung(kernel.rung) != self.rung:
             raise TypeError(f"{self.id}: spec rung {self.rung.label} != kernel rung {kernel.rung}")
         return kernel
 

@@ -116,6 +116,10 @@ class Dataset:
     def sources(self) -> tuple[str, ...]:
         return tuple(d.source or "?" for d in self.documents)
 
+    def run_index(self, rec: BenchRecord) -> int:
+        """Position of the record's document among :attr:`documents` (later = newer)."""
+        return self._run[id(rec)]
+
     def run_of(self, rec: BenchRecord) -> Document:
         """The document ``rec`` was read from."""
         return self.documents[self._run[id(rec)]]
@@ -241,6 +245,11 @@ class ChainRow:
     step: float | None
     total: float | None
     fastest_fallback: bool = False
+    #: True when the chain's run (the one covering most rungs) lacked this rung, so its record
+    #: comes from another run: its step is then a comparison across runs.
+    other_run: bool = False
+    #: The record the row shows (None: nothing measured).
+    record: BenchRecord | None = None
 
 
 def chain_problem(ds: Dataset, requested: str | None = None) -> Problem | None:
@@ -268,11 +277,31 @@ def chain_table(ds: Dataset, problem: Problem) -> dict[str, list[ChainRow]]:
     step is measured against the last timed rung before it)."""
     table: dict[str, list[ChainRow]] = {}
     for backend in ds.backends():
+        # Steps are only comparable within one run: take every rung from the run that timed
+        # the most of this backend's rungs at ``problem`` (the latest of equals); a rung that
+        # run lacks falls back to the kernel's latest record and is marked ``other_run``.
+        own = [
+            r
+            for r in ds.bench
+            if r.backend == backend
+            and r.problem == problem
+            and r.timed
+            and (r.selected is True or r.config is None)
+        ]
+        coverage: dict[int, set[int]] = {}
+        for r in own:
+            coverage.setdefault(ds.run_index(r), set()).add(r.rung)
+        chain_run = max(coverage, key=lambda i: (len(coverage[i]), i)) if coverage else None
         kernels = sorted({r.kernel for r in ds.bench if r.backend == backend})
         by_rung: dict[int, list[BenchRecord]] = {}
+        from_run: set[int] = set()
+        for r in own:
+            if ds.run_index(r) == chain_run:
+                by_rung.setdefault(r.rung, []).append(r)
+                from_run.add(r.rung)
         for k in kernels:
             rec = ds.pick(k, problem)
-            if rec is not None:
+            if rec is not None and rec.rung not in from_run:
                 by_rung.setdefault(rec.rung, []).append(rec)
         rows, prev, first = [], None, None
         for rung in range(1, 8):
@@ -298,6 +327,8 @@ def chain_table(ds: Dataset, problem: Problem) -> dict[str, list[ChainRow]]:
                 step=prev / ms if (ms and prev) else None,
                 total=first / ms if (ms and first) else None,
                 fastest_fallback=bool(r and ds.picked_fastest(r.kernel, problem)),
+                other_run=bool(r and r.timed and chain_run is not None and rung not in from_run),
+                record=r,
             )
             rows.append(row)
             prev = ms or prev

@@ -352,8 +352,8 @@ def figure_chain(ds: Dataset, problem: Problem | None) -> Any:
         for ax, backend in zip(axes[0], backends, strict=True):
             rows = table[backend]
             timed = [row for row in rows if row.median_ms]
-            last = ds.pick(timed[-1].kernel, problem) if timed and timed[-1].kernel else None
-            ref = ds.cublas(problem, last)
+            # cuBLAS of the run the chain's last timed rung comes from
+            ref = ds.cublas(problem, timed[-1].record) if timed else None
             if timed:
                 ms = [row.median_ms or 0.0 for row in timed]
                 err = [
@@ -404,7 +404,7 @@ def _annotate_rung(ax: Any, row: ChainRow, first: bool) -> None:
         return
     label = f"{row.median_ms:.3g} ms"
     if row.step:
-        label += f"\nx{row.step:.2f} step"
+        label += f"\nx{row.step:.2f} step" + (" (other run)" if row.other_run else "")
     if row.total and not first:
         label += f"\nx{row.total:.1f} total"
     ax.annotate(
@@ -589,7 +589,9 @@ def chain_lines(ds: Dataset, problem: Problem | None) -> list[str]:
                 [
                     f"{c.rung} {c.name}",
                     c.kernel or "-",
-                    (f"`{c.config}`" if c.config else "-") + (" †" if c.fastest_fallback else ""),
+                    (f"`{c.config}`" if c.config else "-")
+                    + (" †" if c.fastest_fallback else "")
+                    + (" ‡" if c.other_run else ""),
                     c.status,
                     _fmt(c.median_ms, ".4f"),
                     f"{c.p20_ms:.4f}-{c.p80_ms:.4f}" if c.p20_ms and c.p80_ms else "-",
@@ -601,6 +603,12 @@ def chain_lines(ds: Dataset, problem: Problem | None) -> list[str]:
             ],
         )
         md += [""]
+    md += [
+        "Every rung of a backend's chain comes from one run (the run that timed the most of its "
+        "rungs), so each step compares kernels timed side by side; ‡ marks a rung that run "
+        "lacked, taken from another run.",
+        "",
+    ]
     return md
 
 

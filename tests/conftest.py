@@ -13,14 +13,15 @@ ROOT = Path(__file__).resolve().parent.parent
 PLUGIN_SRC = ROOT / "tests" / "plugin"
 
 
-def make_plugin_site(dest: Path) -> Path:
-    """Install the toy plugin into ``dest`` as an installer would (dist-info + entry points).
+def make_plugin_site(dest: Path, project: Path = PLUGIN_SRC) -> Path:
+    """Install the plugin at ``project`` (default: the toy plugin) into ``dest`` as an
+    installer would (dist-info + entry points).
 
     Its metadata is generated from the plugin's own pyproject.toml, so the entry point under
     test is exactly the one a third party would declare; the package source is left in place
     and found through PYTHONPATH.
     """
-    meta = tomllib.loads((PLUGIN_SRC / "pyproject.toml").read_text())["project"]
+    meta = tomllib.loads((project / "pyproject.toml").read_text())["project"]
     info = dest / f"{meta['name'].replace('-', '_')}-{meta['version']}.dist-info"
     info.mkdir(parents=True, exist_ok=True)
     (info / "METADATA").write_text(
@@ -41,6 +42,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=None,
         help="run the GPU tests of this backend only (repeatable); nox -s tests passes it",
     )
+
+
+@pytest.fixture()
+def plugin_site_maker() -> object:
+    """:func:`make_plugin_site`, for tests that lay out a plugin of their own."""
+    return make_plugin_site
 
 
 @pytest.fixture(scope="session")

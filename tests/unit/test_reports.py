@@ -16,6 +16,7 @@ import re
 import shutil
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -74,10 +75,9 @@ def test_render_writes_every_file_with_the_fixture_numbers(rendered: Path) -> No
     # 2048^3 has only non-selected configs: the fastest stands in, marked and explained.
     assert "| 2048x2048x2048-fp16 | 572.7 | 554.2 (96.8%) † | `group=4,raster=m` | - |" in md
     assert "the fastest config measured is shown instead" in md
-    assert (
-        "| 7 multi_consumer | alpha/sm90/r7_multi_consumer | `group=8,raster=m` | ok | 0.1950 |"
-        in md
-    )
+    # The chain takes every rung from the one run that timed them all (bench_small), not
+    # rung 7 from the later tune run: a step compares kernels timed side by side.
+    assert "| 7 multi_consumer | alpha/sm90/r7_multi_consumer | - | ok | 0.1900 |" in md
     assert "| 4 persistent | beta/sm90/r4_persistent | - | wrong |" in md
     assert "## Configs (tuning)" in md
     # environment of each run, TFLOPS/GHz and watts, failures with reasons, codegen
@@ -194,7 +194,20 @@ def test_chain_and_heatmap_tables(ds) -> None:
     table = chain_table(ds, P4096)
     alpha = {row.rung: row for row in table["alpha"]}
     assert alpha[3].step == pytest.approx(3.0)
-    assert alpha[7].total == pytest.approx(2.0 / 0.195) and alpha[7].config == "group=8,raster=m"
+    assert alpha[7].total == pytest.approx(2.0 / 0.19) and alpha[7].config is None
+    assert not any(row.other_run for row in table["alpha"])
+    # Without the chain run's rung 7, the tune run's record stands in, marked as another run.
+    rest = build_dataset(
+        [
+            replace(
+                d, records=tuple(r for r in d.records if not (r.rung == 7 and r.config is None))
+            )
+            for d in ds.documents
+        ]
+    )
+    alpha = {row.rung: row for row in chain_table(rest, P4096)["alpha"]}
+    assert alpha[7].other_run and alpha[7].config == "group=8,raster=m"
+    assert alpha[7].median_ms == pytest.approx(0.195)
     beta = {row.rung: row for row in table["beta"]}
     assert beta[4].status == "wrong" and beta[4].median_ms is None
     assert beta[5].step == pytest.approx(0.8 / 0.3)  # against the last timed rung
