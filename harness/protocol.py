@@ -45,6 +45,7 @@ __all__ = [
     "LaunchFn",
     "Problem",
     "Rung",
+    "SpecKernel",
     "TunedTable",
     "current_gpu_name",
     "element_size",
@@ -278,6 +279,39 @@ class KernelSpec:
         if hasattr(kernel, "rung") and Rung(kernel.rung) != self.rung:
             raise TypeError(f"{self.id}: spec rung {self.rung.label} != kernel rung {kernel.rung}")
         return kernel
+
+
+class SpecKernel:
+    """A convenience base for a backend's kernel class: its identity comes from ``self.spec``
+    (written once, in the backend's list) and its config space, if any, from ``self.space``.
+
+    Subclasses set ``spec`` (and ``space`` for a rung with knobs) and implement ``supports``,
+    ``compile`` and ``codegen``; ``config_for(problem, config)`` resolves an omitted config to
+    the kernel's own choice.
+    """
+
+    spec: KernelSpec
+    space: ConfigSpace[Any] | None = None
+
+    backend = property(lambda self: self.spec.backend)
+    name = property(lambda self: self.spec.name)
+    rung = property(lambda self: self.spec.rung)
+    arch = property(lambda self: self.spec.arch)
+    description = property(lambda self: self.spec.description)
+
+    @property
+    def configs(self) -> tuple[KernelConfig, ...] | None:
+        """The menu, or None for a kernel without a config space."""
+        return self.space.menu if self.space is not None else None
+
+    def select(self, problem: Problem) -> KernelConfig | None:
+        """The tuned table's choice for this GPU, else the heuristic's (None: no configs)."""
+        if self.space is None:
+            return None
+        return self.space.select(self.spec.id, problem, current_gpu_name())
+
+    def config_for(self, problem: Problem, config: KernelConfig | None) -> KernelConfig | None:
+        return config if config is not None else self.select(problem)
 
 
 def spec_of_module(specs: Iterable[KernelSpec], module: str) -> KernelSpec:

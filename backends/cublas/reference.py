@@ -10,18 +10,12 @@ from __future__ import annotations
 from typing import Any
 
 from backends.cublas import spec
-from harness.protocol import Artifacts, KernelSpec, LaunchFn, Problem
+from harness.protocol import Artifacts, KernelSpec, LaunchFn, Problem, SpecKernel
 
 
-class CublasReference:
+class CublasReference(SpecKernel):
     def __init__(self, spec: KernelSpec) -> None:
         self.spec = spec
-
-    backend = property(lambda self: self.spec.backend)
-    name = property(lambda self: self.spec.name)
-    rung = property(lambda self: self.spec.rung)
-    arch = property(lambda self: self.spec.arch)
-    description = property(lambda self: self.spec.description)
 
     def supports(self, problem: Problem) -> str | None:
         return None

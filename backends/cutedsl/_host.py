@@ -30,7 +30,7 @@ from harness.protocol import (
     KernelSpec,
     LaunchFn,
     Problem,
-    current_gpu_name,
+    SpecKernel,
 )
 
 #: Streaming multiprocessors assumed when compiling without a GPU (H100 SXM / H200 / B200 class).
@@ -50,7 +50,7 @@ def _num_sms() -> int:
 
 
 @dataclass
-class CuteDslKernel:
+class CuteDslKernel(SpecKernel):
     """One CuTeDSL rung as a protocol ``Kernel``.
 
     Its identity is its ``spec`` (the backend's list, written once). ``make_gemm(num_sms,
@@ -71,37 +71,17 @@ class CuteDslKernel:
     _cache: dict[tuple[str, Any, int, Any], Any] = field(default_factory=dict, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
-    # -- identity (from the spec) ---------------------------------------------------------------
-    backend = property(lambda self: self.spec.backend)
-    name = property(lambda self: self.spec.name)
-    rung = property(lambda self: self.spec.rung)
-    arch = property(lambda self: self.spec.arch)
-    description = property(lambda self: self.spec.description)
-
-    # -- configs --------------------------------------------------------------------------------
-    @property
-    def configs(self) -> tuple[KernelConfig, ...] | None:
-        return self.space.menu if self.space is not None else None
-
-    def select(self, problem: Problem) -> KernelConfig | None:
-        if self.space is None:
-            return None
-        return self.space.select(self.spec.id, problem, current_gpu_name())
-
-    def _config(self, problem: Problem, config: KernelConfig | None) -> KernelConfig | None:
-        return config if config is not None else self.select(problem)
-
     # -- protocol -------------------------------------------------------------------------------
     def supports(self, problem: Problem, config: KernelConfig | None = None) -> str | None:
         if problem.k % 8 != 0:
             return "K must be a multiple of 8 (TMA needs 16-byte aligned rows)"
         reason = self.supports_fn(problem)
         if reason is None and self.space is not None:
-            reason = self.space.valid(problem, self._config(problem, config))
+            reason = self.space.valid(problem, self.config_for(problem, config))
         return reason
 
     def compile(self, problem: Problem, config: KernelConfig | None = None) -> LaunchFn:
-        config = self._config(problem, config)
+        config = self.config_for(problem, config)
         reason = self.supports(problem, config)
         if reason is not None:
             raise ValueError(f"{self.spec.id}: unsupported problem {problem.key}: {reason}")
@@ -146,7 +126,7 @@ class CuteDslKernel:
     def codegen(self, problem: Problem, arch: str, config: KernelConfig | None = None) -> Artifacts:
         if arch != self.arch:
             raise ValueError(f"{self.spec.id} targets {self.arch}, not {arch}")
-        config = self._config(problem, config)
+        config = self.config_for(problem, config)
         variant = self.variant_of(problem)
         compiled, seconds = self._compile(
             problem.dtype, variant, DEFAULT_NUM_SMS, config, arch=arch

@@ -28,7 +28,7 @@ from harness.protocol import (
     KernelSpec,
     LaunchFn,
     Problem,
-    current_gpu_name,
+    SpecKernel,
 )
 
 #: SM count assumed when compiling without a GPU (H100 SXM / H200); only the persistent grid
@@ -108,7 +108,7 @@ def _type_string(arg: Desc | Ptr | int, dtype: str) -> str:
     return "i32"
 
 
-class GluonKernel:
+class GluonKernel(SpecKernel):
     """One Gluon rung for one arch, implementing ``harness.protocol.Kernel``.
 
     Its identity is its ``spec`` (the backend's list, written once). A rung with tuning knobs
@@ -131,33 +131,13 @@ class GluonKernel:
         self._jit_fn = jit_fn
         self._plan = plan
         self._supports = supports
-        self._space = space
+        self.space = space
         self._raw_ptx = tuple(raw_ptx)
         self._notes = tuple(notes)
         self._launchers: dict[tuple[Problem, KernelConfig | None], LaunchFn] = {}
 
-    # -- identity (from the spec) ----------------------------------------------------------------
-    backend = property(lambda self: self.spec.backend)
-    name = property(lambda self: self.spec.name)
-    rung = property(lambda self: self.spec.rung)
-    arch = property(lambda self: self.spec.arch)
-    description = property(lambda self: self.spec.description)
-
-    # -- configs ---------------------------------------------------------------------------------
-    @property
-    def configs(self) -> tuple[KernelConfig, ...] | None:
-        return self._space.menu if self._space is not None else None
-
-    def select(self, problem: Problem) -> KernelConfig | None:
-        if self._space is None:
-            return None
-        return self._space.select(self.spec.id, problem, current_gpu_name())
-
-    def _config(self, problem: Problem, config: KernelConfig | None) -> KernelConfig | None:
-        return config if config is not None else self.select(problem)
-
     def _make_plan(self, problem: Problem, num_sms: int, config: KernelConfig | None) -> Plan:
-        if self._space is None:
+        if self.space is None:
             return self._plan(problem, num_sms)  # type: ignore[call-arg]
         return self._plan(problem, num_sms, config)  # type: ignore[call-arg]
 
@@ -166,12 +146,12 @@ class GluonKernel:
         if problem.k % 8:
             return "K must be a multiple of 8 (16-byte TMA row alignment)"
         reason = self._supports(problem) if self._supports else None
-        if reason is None and self._space is not None:
-            reason = self._space.valid(problem, self._config(problem, config))
+        if reason is None and self.space is not None:
+            reason = self.space.valid(problem, self.config_for(problem, config))
         return reason
 
     def compile(self, problem: Problem, config: KernelConfig | None = None) -> LaunchFn:
-        config = self._config(problem, config)
+        config = self.config_for(problem, config)
         cached = self._launchers.get((problem, config))
         if cached is not None:
             return cached
@@ -233,7 +213,7 @@ class GluonKernel:
 
         if arch not in _ARCH_CAPABILITY:
             raise ValueError(f"gluon codegen supports {sorted(_ARCH_CAPABILITY)}, not {arch!r}")
-        plan = self._make_plan(problem, DEFAULT_NUM_SMS, self._config(problem, config))
+        plan = self._make_plan(problem, DEFAULT_NUM_SMS, self.config_for(problem, config))
         names = list(self._jit_fn.arg_names)
         signature: dict[str, str] = {}
         for name, arg in zip(names, plan.args, strict=False):
