@@ -39,6 +39,25 @@ SUITES: dict[str, tuple[str, tuple[_Shape, ...]]] = {
             (4096, 8192, 28672),  # 70B down
         ),
     ),
+    "sweep": (
+        "decode to prefill: the (N, K) projections of Llama-3-8B (QKV, O, gate+up, down) and "
+        "Llama-3-70B at M = 1, 16, 128, 1024, 8192, plus squares 512, 1024, 2048",
+        tuple(
+            (m, n, k)
+            for m in (1, 16, 128, 1024, 8192)
+            for n, k in (
+                (6144, 4096),  # 8B fused QKV
+                (4096, 4096),  # 8B attention output
+                (28672, 4096),  # 8B gate+up
+                (4096, 14336),  # 8B down
+                (10240, 8192),  # 70B fused QKV
+                (8192, 8192),  # 70B attention output
+                (57344, 8192),  # 70B gate+up
+                (8192, 28672),  # 70B down
+            )
+        )
+        + tuple((s, s, s) for s in (512, 1024, 2048)),
+    ),
     "ragged": (
         "non-multiples of 128/256 and degenerate M or N",
         (

@@ -40,7 +40,7 @@ def test_problem_key_roundtrip_and_validation() -> None:
         Problem.parse("4096-fp16")
 
 
-def test_suites_cover_the_issue_shapes() -> None:
+def test_suites_cover_the_design_shapes() -> None:
     square = {m for m, n, k in SUITES["square"][1]}
     assert square == {1024, 2048, 4096, 8192, 16384}
     assert {(m, n) for m, n, _ in SUITES["ksweep"][1]} == {(8192, 8192)}
@@ -51,6 +51,14 @@ def test_suites_cover_the_issue_shapes() -> None:
     assert any(m % 128 and n % 256 for m, n, _ in ragged)
     for _, shapes in SUITES.values():
         assert all(k % 8 == 0 for *_, k in shapes)
+    sweep = SUITES["sweep"][1]
+    projections = {
+        (6144, 4096), (4096, 4096), (28672, 4096), (4096, 14336),  # Llama-3-8B
+        (10240, 8192), (8192, 8192), (57344, 8192), (8192, 28672),  # Llama-3-70B
+    }  # fmt: skip
+    assert {(m, n, k) for m in (1, 16, 128, 1024, 8192) for n, k in projections} <= set(sweep)
+    assert {(s, s, s) for s in (512, 1024, 2048)} <= set(sweep)
+    assert len(sweep) == len(set(sweep)) == 43
 
 
 def test_expand_applies_dtypes_dedups_and_rejects_unknown() -> None:
