@@ -144,14 +144,14 @@ def cmd_list(args: argparse.Namespace) -> int:
 # ---------------------------------------------------------------------------------------- bench
 def _check_configs(menus: dict[str, Any], requests: Sequence[str]) -> None:
     """Every forced config must fit every selected kernel that declares a config space."""
-    from harness.runner import check_config_request
+    from harness.configs import check_request
 
     configurable = {k: m for k, m in menus.items() if isinstance(m, list)}
     if not configurable:
         raise UsageError("--config: none of the selected kernels declares configs")
     for request in requests:
         for kid, menu in configurable.items():
-            why = check_config_request(menu, request)
+            why = check_request(menu, request)
             if why:
                 raise UsageError(f"--config for {kid}: {why}")
 

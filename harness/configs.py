@@ -36,9 +36,11 @@ __all__ = [
     "ConfigSpace",
     "KernelConfig",
     "TunedTable",
+    "check_request",
     "config_space",
     "current_gpu_name",
     "gpu_slug",
+    "parse_pairs",
     "resolve_config",
     "tuned_table_path",
 ]
@@ -69,6 +71,37 @@ def _coerce(text: str, like: Any, field: str) -> Any:
     return text
 
 
+def parse_pairs(text: str) -> dict[str, str]:
+    """``k=v[,k=v...]`` (a config name, or overrides of one) as a dict of strings; ValueError
+    on a part that is not ``k=v``."""
+    pairs: dict[str, str] = {}
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        key, eq, value = part.partition("=")
+        if not eq or not key:
+            raise ValueError(f"bad config {text!r}: expected k=v pairs")
+        pairs[key] = value
+    if not pairs:
+        raise ValueError(f"bad config {text!r}: expected k=v pairs")
+    return pairs
+
+
+def check_request(menu: list[str] | tuple[str, ...], request: str) -> str | None:
+    """None if ``request`` (a name or ``k=v`` overrides) can match an entry of ``menu`` (config
+    names), else why not. Works on names alone, so the harness can refuse a bad ``--config``
+    before any kernel (or DSL) is loaded for a run."""
+    try:
+        want = parse_pairs(request)
+    except ValueError as e:
+        return f"{e}, e.g. {menu[0]}"
+    entries = [parse_pairs(m) for m in menu]
+    unknown = sorted(set(want) - set(entries[0]))
+    if unknown:
+        return f"unknown knob(s) {', '.join(unknown)}; the knobs are {', '.join(entries[0])}"
+    if not any(all(e.get(k) == v for k, v in want.items()) for e in entries):
+        return f"no config on the menu has {request}; the menu: {'; '.join(menu)}"
+    return None
+
+
 class KernelConfig:
     """Base of a kernel's config dataclass (declare it ``@dataclass(frozen=True)``).
 
@@ -91,15 +124,14 @@ class KernelConfig:
     def with_overrides(self, text: str) -> KernelConfig:
         """This config with the knobs named in ``text`` (``k=v[,k=v...]``) replaced."""
         known = self.values()
-        changes: dict[str, Any] = {}
-        for part in filter(None, (p.strip() for p in text.split(","))):
-            key, eq, value = part.partition("=")
-            if not eq or key not in known:
-                raise ValueError(
-                    f"bad config {text!r}: expected k=v pairs over the knobs "
-                    f"{', '.join(known)} (e.g. {self.name})"
-                )
-            changes[key] = _coerce(value, known[key], key)
+        pairs = parse_pairs(text)
+        unknown = sorted(set(pairs) - set(known))
+        if unknown:
+            raise ValueError(
+                f"bad config {text!r}: unknown knob(s) {', '.join(unknown)}; the knobs are "
+                f"{', '.join(known)} (e.g. {self.name})"
+            )
+        changes = {k: _coerce(v, known[k], k) for k, v in pairs.items()}
         return dataclasses.replace(self, **changes)  # type: ignore[type-var]
 
     def __str__(self) -> str:

@@ -313,6 +313,12 @@ class SpecKernel:
     def config_for(self, problem: Problem, config: KernelConfig | None) -> KernelConfig | None:
         return config if config is not None else self.select(problem)
 
+    def config_reason(self, problem: Problem, config: KernelConfig | None) -> str | None:
+        """Why ``config`` (None: the kernel's own choice) cannot run ``problem``, or None."""
+        if self.space is None:
+            return None
+        return self.space.valid(problem, self.config_for(problem, config))
+
 
 def spec_of_module(specs: Iterable[KernelSpec], module: str) -> KernelSpec:
     """The spec naming ``module``: how a built-in kernel module finds its own identity, so that

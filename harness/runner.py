@@ -23,7 +23,7 @@ from harness.records import BenchRecord, Status
 from harness.telemetry import Telemetry, merge
 from harness.timing import TimerSettings, summarize
 
-__all__ = ["RunSettings", "Runner", "base_record", "check_config_request"]
+__all__ = ["RunSettings", "Runner", "base_record"]
 
 
 @dataclass(frozen=True)
@@ -41,26 +41,6 @@ class RunSettings:
 
 def base_record(spec: KernelSpec, problem: Problem, **fields: Any) -> BenchRecord:
     return BenchRecord(**BenchRecord.identity(spec), problem=problem, **fields)
-
-
-def _parse_name(name: str) -> dict[str, str]:
-    return dict(part.split("=", 1) for part in name.split(",") if "=" in part)
-
-
-def check_config_request(menu: Sequence[str], request: str) -> str | None:
-    """None if ``request`` (a name or ``k=v`` pairs) can match an entry of ``menu`` (names),
-    else why not. Works on names alone, so it needs no DSL."""
-    want = _parse_name(request)
-    if not want or any("=" not in p for p in request.split(",") if p.strip()):
-        return f"bad config {request!r}: expected k=v pairs, e.g. {menu[0]}"
-    entries = [_parse_name(m) for m in menu]
-    knobs = set(entries[0])
-    unknown = sorted(set(want) - knobs)
-    if unknown:
-        return f"unknown knob(s) {', '.join(unknown)}; the knobs are {', '.join(entries[0])}"
-    if not any(all(e.get(k) == v for k, v in want.items()) for e in entries):
-        return f"no config on the menu has {request}; the menu: {'; '.join(menu)}"
-    return None
 
 
 @dataclass

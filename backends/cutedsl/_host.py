@@ -75,10 +75,7 @@ class CuteDslKernel(SpecKernel):
     def supports(self, problem: Problem, config: KernelConfig | None = None) -> str | None:
         if problem.k % 8 != 0:
             return "K must be a multiple of 8 (TMA needs 16-byte aligned rows)"
-        reason = self.supports_fn(problem)
-        if reason is None and self.space is not None:
-            reason = self.space.valid(problem, self.config_for(problem, config))
-        return reason
+        return self.supports_fn(problem) or self.config_reason(problem, config)
 
     def compile(self, problem: Problem, config: KernelConfig | None = None) -> LaunchFn:
         config = self.config_for(problem, config)

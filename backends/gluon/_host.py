@@ -146,9 +146,7 @@ class GluonKernel(SpecKernel):
         if problem.k % 8:
             return "K must be a multiple of 8 (16-byte TMA row alignment)"
         reason = self._supports(problem) if self._supports else None
-        if reason is None and self.space is not None:
-            reason = self.space.valid(problem, self.config_for(problem, config))
-        return reason
+        return reason or self.config_reason(problem, config)
 
     def compile(self, problem: Problem, config: KernelConfig | None = None) -> LaunchFn:
         config = self.config_for(problem, config)

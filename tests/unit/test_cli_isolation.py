@@ -20,10 +20,12 @@ ROOT = Path(__file__).resolve().parents[2]
 FAST = ["--warmup", "0.05", "--min-samples", "20", "--min-time", "0.02", "--rounds", "2"]
 
 
-def _harness(env: dict[str, str], *args: str, timeout: float = 300) -> subprocess.CompletedProcess:
+def _harness(
+    env: dict[str, str], *args: str, timeout: float = 300, cwd: Path = ROOT
+) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", "harness", *args],
-        cwd=ROOT,
+        cwd=cwd,
         env=env,
         capture_output=True,
         text=True,
@@ -258,26 +260,10 @@ def test_unwritable_out_is_refused(plugin_env, tmp_path: Path) -> None:
 
 def test_runs_land_in_the_ignored_run_folder(plugin_env, tmp_path: Path) -> None:
     """Without --out a run goes to runs/ (git-ignored), never into reports/results/."""
-    env = dict(plugin_env)
-    r = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "harness",
-            "bench",
-            "--device",
-            "cpu",
-            "--kernel",
-            "toy/ok",
-            "--suite",
-            "64x64x64",
-            "--check-only",
-        ],
+    r = _harness(
+        plugin_env,
+        *("bench", "--device", "cpu", "--kernel", "toy/ok", "--suite", "64x64x64", "--check-only"),
         cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
     )
     assert r.returncode == 0, r.stderr
     files = list((tmp_path / "runs").glob("bench-*.json"))
