@@ -38,7 +38,12 @@ BACKENDS: dict[str, tuple[str, str]] = {
     "cublas": ("3.11", ""),  # the reference (torch.matmul): no DSL
     "cutedsl": ("3.11", "cutedsl"),
     "gluon": ("3.12", "gluon"),  # triton 3.9.0 ships only a cp312-abi3 wheel
+    "tilus": ("3.11", "tilus"),  # pure Python; 3.11 so that CI gets the CPU torch it depends on
+    "tirx": ("3.11", "tirx"),
 }
+#: Backends whose DSL itself depends on torch: without a GPU their venvs get the CPU build first,
+#: so that pip never fetches a CUDA torch where nothing runs.
+DSL_NEEDS_TORCH = {"tilus"}
 #: Extras every bench environment adds: the CUDA torch + NVML (`gpu`), matplotlib (`report`).
 BENCH_EXTRAS = "gpu,report"
 #: The reference backend: no code of ours to compile, so no compile tests and no codegen.
@@ -75,6 +80,13 @@ def _install(session: nox.Session, *parts: str) -> None:
     """Install the project editable with these extras, unless under --no-venv."""
     if not _provisioned(session):
         session.install("-e", _extras(*parts))
+
+
+def _install_cpu(session: nox.Session, backend: str, *parts: str) -> None:
+    """Install for compiling only: a DSL that depends on torch gets the CPU build first."""
+    if backend in DSL_NEEDS_TORCH and not _provisioned(session):
+        session.install(CPU_TORCH)
+    _install(session, *parts)
 
 
 @functools.cache
@@ -181,7 +193,7 @@ def tests(session: nox.Session, part: str) -> None:
         _install(session, "test", dsl, "gpu")
         session.run(*pytest, compile_tests, "tests/gpu", "--backend", part, *session.posargs)
         return
-    _install(session, "test", dsl)  # no torch: the kernels compile without it
+    _install_cpu(session, part, "test", dsl)  # the kernels compile without a CUDA torch
     session.run(*pytest, compile_tests, *session.posargs)
 
 
@@ -210,7 +222,7 @@ def bench(session: nox.Session, backend: str) -> None:
     py = _python(session)
     report_dir = RUNS / f"report-{backend}"
     if not _has_gpu():
-        _install(session, BACKENDS[backend][1], "report")  # no CUDA torch where nothing runs
+        _install_cpu(session, backend, BACKENDS[backend][1], "report")  # nothing runs here
         session.log(
             "No NVIDIA GPU on this machine (nvidia-smi -L lists none): nothing can be timed "
             "here. Running the compile-only comparison and rendering the committed results."
@@ -251,7 +263,7 @@ def codegen(session: nox.Session, backend: str) -> None:
     wanted = _wanted(session, DSL_BACKENDS)
     if wanted and backend not in wanted:
         session.skip(f"not selected (--backend {backend} not given)")
-    _install(session, BACKENDS[backend][1])
+    _install_cpu(session, backend, BACKENDS[backend][1])
     args = _option(list(session.posargs), "--backend")[1]
     session.run(_python(session), "-m", "harness", "codegen", "--backend", backend, *args)
 

@@ -1,7 +1,8 @@
 """Keep third-party noise out of the harness's progress output.
 
 DSL stacks print pages that say nothing about the kernels being measured: deprecation warnings
-from their own internals at import, and leak reports from nanobind-bound extensions at
+from their own internals at import, progress bars of their own builds (Tilus's tqdm), and leak
+reports from nanobind-bound extensions at
 interpreter exit (workers end with ``os._exit``, see :mod:`harness.worker`; pytest runs end the
 same way, see ``tests/conftest.py``). Set ``GEMM_STUDY_VERBOSE=1`` to see all of it again.
 """
@@ -26,3 +27,5 @@ def quiet_third_party() -> None:
     warnings.filterwarnings("ignore", category=DeprecationWarning)
     warnings.filterwarnings("ignore", category=PendingDeprecationWarning)
     warnings.filterwarnings("ignore", category=FutureWarning)
+    # tqdm reads this when a bar is created: DSLs that report build progress stay silent.
+    os.environ.setdefault("TQDM_DISABLE", "1")

@@ -171,8 +171,8 @@ class Runner:
                 "config": request,
             },
         )
-        if isinstance(reply, BenchRecord):
-            return _Unit(spec, request, reply)
+        if isinstance(reply, BenchRecord):  # the worker failed: say which config it was asked
+            return _Unit(spec, request, replace(reply, config=reply.config or request))
         rec = replace(
             rec,
             status=Status(reply["status"]),
@@ -185,6 +185,19 @@ class Runner:
         )
         return _Unit(spec, request, rec)
 
+    def _restore(
+        self, spec: KernelSpec, problem: Problem, timed: list[_Unit]
+    ) -> Iterator[BenchRecord]:
+        """After an error replaced ``spec``'s worker, prepare its other units of ``problem``
+        again (compile + check) in the new one: their launch functions died with the old
+        worker. A unit that now fails leaves ``timed`` and its record is yielded."""
+        for unit in [u for u in timed if u.spec == spec]:
+            again = self._prepare(spec, problem, unit.request)
+            if again.record.status != Status.OK:
+                timed.remove(unit)
+                self.log(_line(again.record))
+                yield again.record
+
     def run_problem(self, problem: Problem) -> Iterator[BenchRecord]:
         s = self.settings
         timed: list[_Unit] = []
@@ -196,6 +209,8 @@ class Runner:
                 continue
             for request in requests:
                 unit = self._prepare(spec, problem, request)
+                if unit.record.status == Status.ERROR:
+                    yield from self._restore(spec, problem, timed)
                 if unit.record.status == Status.OK and s.measure:
                     timed.append(unit)
                 else:
@@ -209,6 +224,8 @@ class Runner:
         t = s.timer
         for rnd in range(t.rounds):
             for unit in list(timed):
+                if unit not in timed:  # dropped by a _restore earlier in this round
+                    continue
                 reply = self._call(
                     unit.spec,
                     unit.record,
@@ -226,6 +243,7 @@ class Runner:
                     timed.remove(unit)
                     self.log(_line(reply))
                     yield reply
+                    yield from self._restore(unit.spec, problem, timed)
                     continue
                 samples[id(unit)] += reply["samples"]
                 telemetry[id(unit)].append(reply["telemetry"])

@@ -121,6 +121,22 @@ def _bench_tuned(
     return r, out
 
 
+def test_a_failing_config_spares_the_others(plugin_env, tmp_path: Path) -> None:
+    """An error kills the kernel's worker (its CUDA context may be poisoned); the configs it had
+    already prepared are prepared again in the next worker and still timed."""
+    out = tmp_path / "tune48.json"
+    r = _harness(
+        plugin_env, "bench", "--device", "cpu", "--kernel", "toy/tuned", "--suite", "48x64x64",
+        "--tune", "--out", str(out), *FAST,
+    )  # fmt: skip
+    assert r.returncode == 0, r.stdout + r.stderr
+    got = {rec.config: rec for rec in load(out).bench if rec.kernel == "toy/tuned"}
+    assert got["split=2"].status == Status.ERROR
+    assert "does not build at M = 48" in got["split=2"].reason
+    for ok in ("split=1", "split=4"):
+        assert got[ok].status == Status.OK and got[ok].timing is not None, got[ok]
+
+
 def test_forced_config_is_run_and_recorded(plugin_env, tmp_path: Path) -> None:
     r, out = _bench_tuned(plugin_env, tmp_path, "--config", "split=2")
     assert r.returncode == 0, r.stdout + r.stderr

@@ -1,0 +1,108 @@
+"""TIRx (Apache TVM's tile-level TIR, ``tvm.tirx`` / ``tvm.script.tirx``) backend.
+
+Lists its kernels without importing TVM or torch: each :class:`KernelSpec` names the rung
+module, which is imported only when the harness loads that kernel. This list is the one place a
+kernel's identity is written; a rung module takes its own with ``spec(__name__)``.
+
+Pinned: ``apache-tvm==0.27.0.post1`` with ``apache-tvm-ffi==0.1.15.post2``. TIRx's Python
+surface moves between releases (0.25 -> 0.26 renamed the tile primitives, 0.27 replaced the PTX
+layer so 0.25's ``T.ptx.tcgen05.*`` no longer parses), and each TVM wheel needs its own
+apache-tvm-ffi; 0.27.0.post1 is the release whose Hopper wgmma/TMA/cluster path was checked on
+an H200 (see README.md).
+"""
+
+from __future__ import annotations
+
+from harness.protocol import KernelSpec, Rung, spec_of_module
+
+#: (folder/module, rung, arch, one-line description) of every kernel that exists and compiles.
+_KERNELS: tuple[tuple[str, Rung, str, str], ...] = (
+    (
+        "sm90/r1_tiled",
+        Rung.TILED,
+        "sm_90a",
+        "one CTA per tile, thread copies global->shared, synchronous wgmma, 128x128x64",
+    ),
+    (
+        "sm90/r2_tma",
+        Rung.TMA,
+        "sm_90a",
+        "one CTA per tile, TMA loads on an mbarrier, synchronous wgmma, TMA store, 128x128x64",
+    ),
+    (
+        "sm90/r3_pipelined",
+        Rung.PIPELINED,
+        "sm_90a",
+        "one CTA per tile, 4-stage TMA ring prefetching ahead, async wgmma, 128x128x64",
+    ),
+    (
+        "sm90/r4_persistent",
+        Rung.PERSISTENT,
+        "sm_90a",
+        "persistent, L2-grouped tile order, 4-stage TMA ring, 128x128x64",
+    ),
+    (
+        "sm90/r5_warp_specialized",
+        Rung.WARP_SPECIALIZED,
+        "sm_90a",
+        "persistent, TMA producer warp + 1 wgmma consumer warpgroup, setmaxnreg, 128x128x64, "
+        "4 stages",
+    ),
+    (
+        "sm90/r6_cluster2",
+        Rung.CLUSTER2,
+        "sm_90a",
+        "persistent WS 2-CTA cluster, B multicast, 1 consumer warpgroup, 256x128x64",
+    ),
+    (
+        "sm90/r7_multi_consumer",
+        Rung.MULTI_CONSUMER,
+        "sm_90a",
+        "persistent WS 2-CTA cluster, B multicast, 2 consumer warpgroups, 256x256 cluster tile",
+    ),
+    (
+        "sm100/r5_warp_specialized",
+        Rung.WARP_SPECIALIZED,
+        "sm_100a",
+        "persistent WS: TMA warp, tcgen05 warp, TMEM double buffer, writeback warpgroup, "
+        "128x256x64, 3 stages",
+    ),
+    (
+        "sm100/r6_cluster2",
+        Rung.CLUSTER2,
+        "sm_100a",
+        "persistent WS 2-CTA cta_group::2 tcgen05, B split across the pair, 256x256x64, 4 stages",
+    ),
+    (
+        "sm100/r7_multi_consumer",
+        Rung.MULTI_CONSUMER,
+        "sm_100a",
+        "persistent WS 2-CTA cta_group::2, 2 TMEM accumulators share B, 2 writeback warpgroups, "
+        "512x128x64, 3 stages",
+    ),
+)
+
+#: Distribution pins the kernels are written for (also the pyproject ``tirx`` extra).
+PINS = ("apache-tvm==0.27.0.post1", "apache-tvm-ffi==0.1.15.post2")
+
+
+def kernels() -> list[KernelSpec]:
+    """Every TIRx kernel, importable lazily (``requires=("tvm",)``)."""
+    return [
+        KernelSpec(
+            backend="tirx",
+            name=name,
+            rung=rung,
+            arch=arch,
+            description=description,
+            module=f"backends.tirx.{name.replace('/', '.')}",
+            requires=("tvm",),
+            pins=PINS,
+        )
+        for name, rung, arch, description in _KERNELS
+    ]
+
+
+def spec(module: str) -> KernelSpec:
+    """The spec of the rung module ``module`` (its identity, written once above)."""
+    return spec_of_module(kernels(), module)

@@ -1,0 +1,228 @@
+"""Host side shared by every TIRx rung: the ``Kernel`` implementation, launch and codegen.
+
+A rung module writes ``build(dtype, config) -> PrimFunc``: one TIRx ``@T.prim_func`` per tile
+configuration whose M, N and K are symbolic (``T.int32()`` bound by ``T.match_buffer``), so one
+compile serves every problem of that dtype. The prim_func holds its own host part: before
+``T.device_entry()`` it encodes the TMA descriptors with ``runtime.cuTensorMapEncodeTiled``
+from the actual tensors, and TVM's generated host code computes the grid from the shapes and
+launches (with ``cuLaunchKernelEx`` and the cluster attribute where the kernel declares a
+cluster). Persistent rungs take one extra scalar, the number of CTAs to launch.
+
+:class:`TirxKernel` turns that into what the harness asks for:
+
+* ``compile(problem)``: ``tvm.compile`` for the rung's arch (TVM JIT-compiles the CUDA source
+  with NVRTC when the module loads), cached per (dtype, config), then a first launch on zeros so
+  that timing never sees a JIT; returns ``fn(a, b, out)`` launching on torch's current stream;
+* ``codegen(problem, arch)``: no GPU: ``tvm.compile`` emits CUDA C, nvcc turns it into PTX and
+  ptxas into a cubin (``ptxas -v`` gives registers and spills).
+
+Nothing here is imported by ``backends.tirx.__init__``; TVM and torch load lazily.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from harness.protocol import (
+    Artifacts,
+    ConfigSpace,
+    KernelConfig,
+    KernelSpec,
+    LaunchFn,
+    Problem,
+    SpecKernel,
+)
+
+#: Element type names as TVM spells them.
+TVM_DTYPE = {"fp16": "float16", "bf16": "bfloat16"}
+
+#: ``build(dtype, config)`` -> a TIRx PrimFunc (config is None for a rung without configs).
+BuildFn = Callable[[str, Any], Any]
+
+
+def cdiv(x: int, y: int) -> int:
+    return (x + y - 1) // y
+
+
+def cuda_source(func: Any, arch: str) -> str:
+    """The CUDA C TVM generates for ``func`` on ``arch`` (no GPU needed)."""
+    import tvm
+
+    target = tvm.target.Target({"kind": "cuda", "arch": arch})
+    ex = tvm.compile(tvm.IRModule({"main": func}), target=target, tir_pipeline="tirx")
+    return str(ex.mod.imports[0].inspect_source())
+
+
+def nvcc_path() -> str:
+    for cand in (shutil.which("nvcc"), "/usr/local/cuda/bin/nvcc", "/usr/local/bin/nvcc"):
+        if cand and Path(cand).exists():
+            return cand
+    raise FileNotFoundError("nvcc not found (needed to turn TVM's CUDA source into PTX)")
+
+
+def ptxas_path() -> str:
+    nvcc = Path(nvcc_path())
+    local = nvcc.with_name("ptxas")
+    return str(local) if local.exists() else (shutil.which("ptxas") or "ptxas")
+
+
+def to_ptx(source: str, arch: str) -> str:
+    """CUDA source -> PTX with nvcc (``-arch=sm_90a`` / ``sm_100a``)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        cu, ptx = Path(tmp) / "k.cu", Path(tmp) / "k.ptx"
+        cu.write_text(source)
+        run = subprocess.run(
+            [nvcc_path(), f"-arch={arch}", "-O3", "-ptx", "-std=c++17", str(cu), "-o", str(ptx)],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        if run.returncode:
+            errors = [ln for ln in run.stderr.splitlines() if "error" in ln][:5]
+            raise RuntimeError("nvcc failed: " + " | ".join(errors or [run.stderr[-500:]]))
+        return ptx.read_text()
+
+
+def ptxas(ptx: str, arch: str) -> tuple[bytes, str]:
+    """PTX -> cubin with ``ptxas -v``; returns the cubin and ptxas's log (warnings included)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        src, out = Path(tmp) / "k.ptx", Path(tmp) / "k.cubin"
+        src.write_text(ptx)
+        run = subprocess.run(
+            [ptxas_path(), f"-arch={arch}", "-v", str(src), "-o", str(out)],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        if run.returncode:
+            raise RuntimeError(f"ptxas failed: {run.stderr[-800:]}")
+        return out.read_bytes(), run.stderr + run.stdout
+
+
+def ptxas_resources(log: str) -> tuple[int | None, int | None]:
+    regs = re.search(r"Used (\d+) registers", log)
+    spills = re.search(r"(\d+) bytes spill stores", log)
+    return (int(regs.group(1)) if regs else None, int(spills.group(1)) if spills else None)
+
+
+class TirxKernel(SpecKernel):
+    """One TIRx rung for one arch, implementing ``harness.protocol.Kernel``.
+
+    ``build(dtype, config)`` returns the rung's PrimFunc (M, N, K symbolic). ``persistent``
+    rungs take the CTA count as a trailing scalar argument (the SM count, rounded down to the
+    cluster size). ``shared_bytes(config)`` is the dynamic shared memory the rung's plan uses
+    (ptxas only sees static shared memory). ``space`` declares a config space, as in Gluon.
+    """
+
+    def __init__(
+        self,
+        spec: KernelSpec,
+        *,
+        build: BuildFn,
+        shared_bytes: Callable[[Any], int],
+        persistent: bool = False,
+        cluster: int = 1,
+        supports: Callable[[Problem], str | None] | None = None,
+        space: ConfigSpace[Any] | None = None,
+        raw_ptx: Sequence[str] = (),
+        notes: Sequence[str] = (),
+    ) -> None:
+        self.spec = spec
+        self.space = space
+        self._build = build
+        self._shared_bytes = shared_bytes
+        self._persistent = persistent
+        self._cluster = cluster
+        self._supports = supports
+        self._raw_ptx = tuple(raw_ptx)
+        self._notes = tuple(notes)
+        self._modules: dict[tuple[str, KernelConfig | None], Any] = {}
+        self._launchers: dict[tuple[Problem, KernelConfig | None], LaunchFn] = {}
+
+    # -- protocol ------------------------------------------------------------------------------
+    def supports(self, problem: Problem, config: KernelConfig | None = None) -> str | None:
+        if problem.k % 8:
+            return "K must be a multiple of 8 (16-byte TMA row alignment)"
+        reason = self._supports(problem) if self._supports else None
+        return reason or self.config_reason(problem, config)
+
+    def _module(self, dtype: str, config: KernelConfig | None) -> Any:
+        """The runtime module of this rung for ``dtype`` (built once per tile config)."""
+        key = (dtype, config)
+        if key not in self._modules:
+            import tvm
+
+            target = tvm.target.Target({"kind": "cuda", "arch": self.spec.arch})
+            func = self._build(TVM_DTYPE[dtype], config)
+            ex = tvm.compile(tvm.IRModule({"main": func}), target=target, tir_pipeline="tirx")
+            self._modules[key] = ex.mod["main"]
+        return self._modules[key]
+
+    def compile(self, problem: Problem, config: KernelConfig | None = None) -> LaunchFn:
+        config = self.config_for(problem, config)
+        cached = self._launchers.get((problem, config))
+        if cached is not None:
+            return cached
+        import torch
+        import tvm_ffi
+
+        reason = self.supports(problem, config)
+        if reason:
+            raise ValueError(f"{self.spec.id} cannot run {problem.key}: {reason}")
+        kernel = self._module(problem.dtype, config)
+        dev = torch.device("cuda", torch.cuda.current_device())
+        props = torch.cuda.get_device_properties(dev)
+        ctas = (props.multi_processor_count // self._cluster) * self._cluster
+        extra: tuple[int, ...] = (ctas,) if self._persistent else ()
+        dt = {"fp16": torch.float16, "bf16": torch.bfloat16}[problem.dtype]
+        # TMA needs 16-byte row strides. A and B rows are K long (K % 8 == 0), but D's rows are
+        # N long: when N % 8 != 0 no descriptor over ``out`` exists, so the kernel writes a
+        # padded scratch D (allocated once, here) and the launch copies its first N columns.
+        scratch = None
+        if self.spec.rung >= 2 and problem.n % 8:
+            scratch = torch.empty(problem.m, cdiv(problem.n, 8) * 8, dtype=dt, device=dev)
+
+        def launch(a: Any, b: Any, out: Any) -> None:
+            with tvm_ffi.use_torch_stream():
+                kernel(a, b, out if scratch is None else scratch, *extra)
+            if scratch is not None:
+                out.copy_(scratch[:, : problem.n])
+
+        # A first launch on zero inputs: NVRTC JIT and module load happen here, not in timing.
+        a = torch.zeros(problem.m, problem.k, dtype=dt, device=dev)
+        b = torch.zeros(problem.n, problem.k, dtype=dt, device=dev)
+        c = torch.empty(problem.m, problem.n, dtype=dt, device=dev)
+        launch(a, b, c)
+        torch.cuda.synchronize()
+        self._launchers[(problem, config)] = launch
+        return launch
+
+    def codegen(self, problem: Problem, arch: str, config: KernelConfig | None = None) -> Artifacts:
+        if arch not in ("sm_90a", "sm_100a"):
+            raise ValueError(f"tirx codegen supports sm_90a and sm_100a, not {arch!r}")
+        config = self.config_for(problem, config)
+        start = time.perf_counter()
+        source = cuda_source(self._build(TVM_DTYPE[problem.dtype], config), arch)
+        ptx = to_ptx(source, arch)
+        cubin, log = ptxas(ptx, arch)
+        seconds = time.perf_counter() - start
+        registers, spills = ptxas_resources(log)
+        warnings = tuple(ln.strip() for ln in log.splitlines() if "warning" in ln.lower())
+        return Artifacts(
+            arch=arch,
+            ptx=ptx,
+            cubin=cubin,
+            registers=registers,
+            spill_bytes=spills,
+            shared_bytes=self._shared_bytes(config),
+            compile_seconds=seconds,
+            raw_ptx=self._raw_ptx,
+            notes=self._notes + warnings,
+        )

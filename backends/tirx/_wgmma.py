@@ -1,0 +1,38 @@
+"""Hopper wgmma pieces shared by the sm_90a rungs: operand descriptors and the MMA name.
+
+TIRx 0.27 has no tile-level Hopper MMA (``Tx.gemm_async`` dispatches only to tcgen05), so the
+rungs issue ``wgmma.mma_async`` through ``T.ptx[...]`` with descriptors from
+``T.cuda.wgmma.encode_matrix_descriptor`` -- the study's "raw PTX" finding for TIRx on Hopper.
+
+Operand layout (A: BLOCK_M x 64, B: BLOCK_N x 64, both K-major, as TMA writes them with
+``CU_TENSOR_MAP_SWIZZLE_128B``): every row of a 64-wide fp16/bf16 k-tile is one 128-byte swizzle
+row, eight rows make a 1024-byte swizzle atom, atoms are stacked along M/N.
+
+* ``encode_matrix_descriptor(desc, addr, lbo, sbo, swizzle)`` takes LBO/SBO already in 16-byte
+  units and a TMA-style swizzle code (3 = 128 B; it writes layout type 1 into the descriptor).
+* SBO = 1024 B >> 4 = 64: the distance between 8-row atoms. LBO is unused for K-major
+  swizzled layouts whose k extent fits one swizzle row; 1 by convention.
+* The encoder fixes ``base_offset = 0``, so every operand tile (and every 64-row half the MMA
+  starts at) must sit on a 1024-byte boundary: the shared-memory plans align each stage to 1024.
+* The k16 step inside the atom adds 16 elements x 2 B = 32 B to the start address (the
+  descriptor's address field is in 16-byte units: +2), i.e. ``ptr_to([kk * 16])``.
+
+Accumulator fragment of ``m64nNk16`` (fp32, N/2 registers per thread, thread t of the
+warpgroup, warp w = t // 32, lane l = t % 32): register ``4*j + q`` holds
+row ``16*w + l//4 + 8*(q//2)``, column ``8*j + 2*(l%4) + q%2``, for j in 0..N/8-1.
+"""
+
+from __future__ import annotations
+
+#: TMA-style swizzle code for 128-byte swizzle (encoder maps it to descriptor layout type 1).
+SWIZZLE_128B = 3
+#: Stride byte offset between 8-row swizzle atoms: 1024 B in 16-byte units.
+SBO_128B = 64
+
+_PTX_TYPE = {"float16": "f16", "bfloat16": "bf16"}
+
+
+def mma_op(n: int, dtype: str) -> str:
+    """``wgmma.mma_async`` for an m64 x n x k16 step with fp32 accumulators."""
+    ab = _PTX_TYPE[dtype]
+    return f"wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{ab}.{ab}"

@@ -1,0 +1,245 @@
+"""TIRx · sm_90a · rung 7 ``multi_consumer`` — the final Hopper kernel.
+
+Changes from rung 6 (``cluster2``):
+  * two consumer warpgroups per CTA (384 threads: producer + 2 consumers, ``setmaxnreg``
+    40 / 232 / 232). Consumer c computes CTA rows ``[64 c, 64 c + 64)`` with one
+    ``wgmma m64n256k16`` per k16 step; both read the same staged B tile. The cluster tile
+    becomes 256x256 (each CTA 128x256), the stage count drops 4 -> 3;
+  * each consumer runs its own epilogue (its 64x256 slice of D, its own named barrier), so one
+    may store while the other is still in its main loop;
+  * ``ab_empty`` counts 4 warps x 2 consumers x 2 CTAs = 16 arrivals;
+  * the L2 group size of the tile order is a config (``R7Config.group``).
+
+Shared memory per CTA (2-byte types): A 128x64x2 = 16 KiB + B 256x64x2 = 32 KiB = 48 KiB per
+stage; 3 stages = 144 KiB; D 128x256x2 = 64 KiB; barriers 1 KiB -> 209 KiB < 227 KiB
+(4 stages would need 257 KiB).
+
+Barriers (per stage s):
+
+  | name | count | arrives | waits | means |
+  | --- | --- | --- | --- | --- |
+  | ``ab_full`` | 1 + tx | own producer (A + whole B bytes); TMA | both consumers | landed |
+  | ``ab_empty`` | 4 x 2 x 2 | lane 0, every consumer warp, both CTAs | own producer | free (both) |
+
+Starting phases as in rung 5: consumers wait ``ab_full`` from phase 0, producers wait
+``ab_empty`` from phase 1 (the first pass over the ring falls through).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tvm.script import tirx as T
+from tvm.tirx.lang.pipeline import MBarrier, PipelineState, TMABar
+
+from backends.tirx import spec
+from backends.tirx._host import TirxKernel
+from backends.tirx._schedule import grouped_tile
+from backends.tirx._tma import COMMIT, LOAD, LOAD_MULTICAST, STORE, SWIZZLE_COLS, WAIT_READ
+from backends.tirx._tma import SWIZZLE_128B as TMA_SW128
+from backends.tirx._wgmma import SBO_128B, SWIZZLE_128B, mma_op
+from backends.tirx._workarounds import ACC_FENCE, ACC_FENCE_SOURCE
+from harness.protocol import ConfigSpace, KernelConfig, Problem
+
+# -- constants --------------------------------------------------------------------------------
+BLOCK_M = 128
+BLOCK_N = 256
+BLOCK_K = 64
+NUM_STAGES = 3
+NUM_CONSUMERS = 2  # consumer warpgroups per CTA, 64 rows each
+CLUSTER_M = 2  # CTAs per cluster, stacked along M
+GROUP_M = 8  # default L2 group (cluster-tile rows); R7Config.group overrides
+THREADS = 128 * (1 + NUM_CONSUMERS)  # producer warpgroup + 2 consumer warpgroups
+MAX_REGS = 168  # compile-time cap; setmaxnreg rebalances it per role
+PRODUCER_REGS = 40
+CONSUMER_REGS = 232
+EPILOGUE_BAR = 1  # named barrier of consumer c is EPILOGUE_BAR + c (0 is __syncthreads)
+ACC = BLOCK_N // 2  # one m64n256 accumulator per consumer
+A_STAGE = BLOCK_M * BLOCK_K
+B_STAGE = BLOCK_N * BLOCK_K
+TX_BYTES = (A_STAGE + B_STAGE) * 2
+B_HALF = BLOCK_N // CLUSTER_M * BLOCK_K  # elements of B each CTA loads and multicasts
+SMEM_BYTES = 1024 + NUM_STAGES * TX_BYTES + BLOCK_M * BLOCK_N * 2
+
+
+@dataclass(frozen=True)
+class R7Config(KernelConfig):
+    """Rung 7's knob: cluster-tile rows per L2 group of the tile order."""
+
+    group: int = GROUP_M
+
+
+MENU = tuple(R7Config(group=g) for g in (4, 8, 16))
+
+
+def _heuristic(problem: Problem) -> R7Config:
+    """Group 8 (CUTLASS's default swizzle) unless the problem has fewer cluster-tile rows."""
+    rows = -(-problem.m // (BLOCK_M * CLUSTER_M))
+    return R7Config(group=4 if rows <= 4 else 8)
+
+
+def build(dtype: str, config: R7Config | None = None):
+    mma = mma_op(BLOCK_N, dtype)
+    group = (config or R7Config()).group
+
+    @T.prim_func
+    def main(a: T.handle, b: T.handle, d: T.handle, num_ctas: T.int32):
+        M = T.int32()
+        N = T.int32()
+        K = T.int32()
+        LD = T.int32()  # D's row stride: N, or N rounded up to 8 (the host's padded D)
+        A = T.match_buffer(a, (M, K), dtype, align=16)
+        B = T.match_buffer(b, (N, K), dtype, align=16)
+        D = T.match_buffer(d, (M, LD), dtype, align=16)
+        # -- host: TMA descriptors ------------------------------------------------------------
+        A_map: T.let[T.handle("tensormap")] = T.tvm_stack_alloca("tensormap", 1)
+        T.call_packed("runtime.cuTensorMapEncodeTiled", A_map, dtype, 2, A.data, K, M, K * 2,
+                      BLOCK_K, BLOCK_M, 1, 1, 0, TMA_SW128, 0, 0)  # fmt: skip
+        B_map: T.let[T.handle("tensormap")] = T.tvm_stack_alloca("tensormap", 1)
+        T.call_packed("runtime.cuTensorMapEncodeTiled", B_map, dtype, 2, B.data, K, N, K * 2,
+                      BLOCK_K, BLOCK_N // CLUSTER_M, 1, 1, 0, TMA_SW128, 0, 0)  # fmt: skip
+        D_map: T.let[T.handle("tensormap")] = T.tvm_stack_alloca("tensormap", 1)
+        T.call_packed("runtime.cuTensorMapEncodeTiled", D_map, dtype, 2, D.data, N, M, LD * 2,
+                      SWIZZLE_COLS, 64, 1, 1, 0, TMA_SW128, 0, 0)  # fmt: skip
+
+        T.device_entry()
+        T.attr({"tirx.max_registers": MAX_REGS})
+        rank = T.cta_id_in_cluster([CLUSTER_M])
+        cta = T.cta_id([num_ctas])
+        tx = T.thread_id([THREADS])
+
+        # -- shared-memory plan ---------------------------------------------------------------
+        pool = T.SMEMPool()
+        ab_full = TMABar(pool, NUM_STAGES)
+        ab_empty = MBarrier(pool, NUM_STAGES)
+        pool.move_base_to(1024)
+        A_smem = pool.alloc((NUM_STAGES * A_STAGE,), dtype, align=1024)
+        B_smem = pool.alloc((NUM_STAGES * B_STAGE,), dtype, align=1024)
+        D_smem = pool.alloc((BLOCK_M * BLOCK_N,), dtype, align=1024)
+        pool.commit()
+
+        # -- barrier init ---------------------------------------------------------------------
+        ab_full.init(1)  # the producer's expect_tx; the TMA bytes complete it
+        ab_empty.init(4 * NUM_CONSUMERS * CLUSTER_M)  # lane 0 of each consumer warp, both CTAs
+        T.ptx.fence.mbarrier_init.release.cluster()
+        T.cuda.cluster_sync()  # peers see initialized barriers before any multicast/arrive
+
+        cluster = T.meta_var(cta // CLUSTER_M)
+        num_clusters = T.meta_var(num_ctas // CLUSTER_M)
+        tiles_m = T.meta_var(T.ceildiv(M, BLOCK_M * CLUSTER_M))
+        tiles_n = T.meta_var(T.ceildiv(N, BLOCK_N))
+        k_tiles = T.meta_var(T.ceildiv(K, BLOCK_K))
+        my_tiles = T.meta_var(
+            T.max(tiles_m * tiles_n - cluster + num_clusters - 1, 0) // num_clusters
+        )
+
+        if tx < 128:
+            # -- producer warpgroup: one thread issues every TMA ------------------------------
+            T.ptx.setmaxnreg.dec.sync.aligned.u32(PRODUCER_REGS)
+            if tx == 0:
+                empty = PipelineState(NUM_STAGES, 1)  # phase 1: every stage starts free
+                for lt in range(my_tiles):
+                    tm, tn = T.meta_var(grouped_tile(cluster + lt * num_clusters, tiles_m, tiles_n,
+                                                     group))  # fmt: skip
+                    for kt in range(k_tiles):
+                        ab_empty.wait(empty.stage, empty.phase)
+                        s = T.meta_var(empty.stage)
+                        ab_full.arrive(s, TX_BYTES)
+                        T.ptx[LOAD](A_smem.ptr_to([s * A_STAGE]), T.address_of(A_map),
+                                    kt * BLOCK_K, (tm * CLUSTER_M + rank) * BLOCK_M,
+                                    ab_full.ptr_to([s]))  # fmt: skip
+                        # this CTA's half of the B tile, into the same offset of both CTAs
+                        T.ptx[LOAD_MULTICAST](B_smem.ptr_to([s * B_STAGE + rank * B_HALF]),
+                                              T.address_of(B_map), kt * BLOCK_K,
+                                              tn * BLOCK_N + rank * (BLOCK_N // CLUSTER_M),
+                                              ab_full.ptr_to([s]), T.uint16(0b11))  # fmt: skip
+                        empty.advance()
+        else:
+            # -- consumer warpgroup: wgmma + epilogue -----------------------------------------
+            T.ptx.setmaxnreg.inc.sync.aligned.u32(CONSUMER_REGS)
+            c = T.meta_var(tx // 128 - 1)  # consumer index: CTA rows [64 c, 64 c + 64)
+            ctx = T.meta_var(tx % 128)
+            warp = T.meta_var(ctx // 32)
+            lane = T.meta_var(ctx % 32)
+            acc = T.alloc_buffer((ACC,), "float32", scope="local")
+            desc_a: T.uint64 = T.uint64(0)
+            desc_b: T.uint64 = T.uint64(0)
+            full = PipelineState(NUM_STAGES, 0)
+            release = PipelineState(NUM_STAGES, 0)
+            for lt in range(my_tiles):
+                tm, tn = T.meta_var(grouped_tile(cluster + lt * num_clusters, tiles_m, tiles_n,
+                                                 group))  # fmt: skip
+                for kt in range(k_tiles):
+                    ab_full.wait(full.stage, full.phase)
+                    s = T.meta_var(full.stage)
+                    T.ptx.wgmma.fence.sync.aligned()
+                    for i in T.unroll(ACC):
+                        T.cuda.func_call(ACC_FENCE, acc[i], source_code=ACC_FENCE_SOURCE)
+                    for kk in T.unroll(BLOCK_K // 16):
+                        T.cuda.wgmma.encode_matrix_descriptor(
+                            T.address_of(desc_a),
+                            A_smem.ptr_to([s * A_STAGE + c * 64 * BLOCK_K + kk * 16]),
+                            1,
+                            SBO_128B,
+                            SWIZZLE_128B,
+                        )
+                        T.cuda.wgmma.encode_matrix_descriptor(
+                            T.address_of(desc_b),
+                            B_smem.ptr_to([s * B_STAGE + kk * 16]),
+                            1,
+                            SBO_128B,
+                            SWIZZLE_128B,
+                        )
+                        T.ptx[mma](*[acc[i] for i in range(ACC)], desc_a, desc_b,
+                                   T.Or(kt > 0, kk > 0), 1, 1, 0, 0)  # fmt: skip
+                    T.ptx.wgmma.commit_group.sync.aligned()
+                    T.ptx.wgmma.wait_group.sync.aligned(1)
+                    for i in T.unroll(ACC):
+                        T.cuda.func_call(ACC_FENCE, acc[i], source_code=ACC_FENCE_SOURCE)
+                    full.advance()
+                    # the previous item's MMAs retired: hand its stage back to the producer
+                    if lt > 0 or kt > 0:
+                        if lane == 0:
+                            for peer in T.unroll(CLUSTER_M):
+                                ab_empty.arrive(release.stage, remote=peer)
+                        release.advance()
+
+                # -- epilogue: registers -> swizzled shared panels -> TMA store ---------------
+                T.ptx.wgmma.wait_group.sync.aligned(0)
+                for i in T.unroll(ACC):
+                    T.cuda.func_call(ACC_FENCE, acc[i], source_code=ACC_FENCE_SOURCE)
+                if ctx == 0:
+                    T.ptx[WAIT_READ](0)  # the previous tile's store has read D_smem
+                T.cuda.warpgroup_sync(EPILOGUE_BAR + c)
+                for j in T.unroll(BLOCK_N // 8):
+                    for q in T.unroll(4):
+                        row = T.meta_var(warp * 16 + lane // 4 + 8 * (q // 2))
+                        col = T.meta_var((j % 8) * 8 + (lane % 4) * 2 + q % 2)
+                        panel = T.meta_var(j // 8)
+                        D_smem[c * 64 * BLOCK_N + panel * 64 * 64 + row * 64
+                               + T.bitwise_xor(col // 8, row % 8) * 8 + col % 8] = T.Cast(
+                            dtype, acc[j * 4 + q])  # fmt: skip
+                T.ptx.fence.proxy.async_.shared__cta()
+                T.cuda.warpgroup_sync(EPILOGUE_BAR + c)
+                if ctx == 0:
+                    for p in T.unroll(BLOCK_N // 64):
+                        T.ptx[STORE](T.address_of(D_map), tn * BLOCK_N + p * 64,
+                                     (tm * CLUSTER_M + rank) * BLOCK_M + c * 64,
+                                     D_smem.ptr_to([c * 64 * BLOCK_N + p * 64 * 64]))  # fmt: skip
+                    T.ptx[COMMIT]()
+            if ctx == 0:
+                T.ptx[WAIT_READ](0)
+        T.cuda.cluster_sync()  # no CTA exits while its peer may still touch its barriers
+
+    return main
+
+
+KERNEL = TirxKernel(
+    spec(__name__),
+    build=build,
+    shared_bytes=lambda config: SMEM_BYTES,
+    persistent=True,
+    cluster=CLUSTER_M,
+    space=ConfigSpace(MENU, _heuristic, module=__name__),
+    raw_ptx=("wgmma", "tma", "tma_multicast", "setmaxnreg"),
+)

@@ -1,0 +1,227 @@
+"""Compile-only tests for the TIRx backend: every kernel builds for its arch without a GPU.
+
+Runs on a CPU in a venv holding ``apache-tvm==0.27.0.post1`` + ``apache-tvm-ffi==0.1.15.post2``
++ pytest + this repo (no torch), with nvcc on PATH: ``tvm.compile`` emits CUDA C, nvcc turns it
+into PTX and ptxas into a cubin. Each kernel's PTX is checked for the instructions that define
+its rung.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+
+import pytest
+
+pytest.importorskip("tvm", reason="TIRx (apache-tvm==0.27.0.post1) not installed")
+if shutil.which("nvcc") is None and not any(
+    __import__("pathlib").Path(p).exists() for p in ("/usr/local/cuda/bin/nvcc",)
+):
+    pytest.skip("nvcc not found", allow_module_level=True)
+
+from backends.tirx import kernels
+from harness.protocol import Problem, Rung
+
+SPECS = kernels()
+PROBLEM = Problem(4096, 4096, 4096, "fp16")
+
+# Instructions (regexes) each kernel's PTX must hold, by (arch, minimum rung).
+_HOPPER = [
+    (Rung.TILED, r"wgmma\.mma_async\.sync\.aligned\.m64n\d+k16\.f32\.f16\.f16"),
+    (Rung.TMA, r"cp\.async\.bulk\.tensor\.2d\.shared::cluster\.global\.mbarrier"),
+    (Rung.TMA, r"mbarrier\.try_wait"),
+    (Rung.TMA, r"cp\.async\.bulk\.tensor\.2d\.global\.shared::cta"),  # TMA store epilogue
+    (Rung.PIPELINED, r"wgmma\.wait_group\.sync\.aligned 1"),
+    (Rung.WARP_SPECIALIZED, r"setmaxnreg\.dec\.sync\.aligned\.u32 40"),
+    (Rung.WARP_SPECIALIZED, r"setmaxnreg\.inc\.sync\.aligned\.u32 232"),
+    (Rung.CLUSTER2, r"cp\.async\.bulk\.tensor\.2d\.shared::cluster\.global\..*multicast::cluster"),
+    (Rung.CLUSTER2, r"mbarrier\.arrive\S*\.shared::cluster"),  # consumer -> peer's ab_empty
+    (Rung.CLUSTER2, r"mapa\.shared::cluster"),
+    (Rung.CLUSTER2, r"fence\.mbarrier_init\.release\.cluster"),
+    (Rung.CLUSTER2, r"barrier\.cluster\.arrive"),
+    # TVM declares no __cluster_dims__ (no .reqnctapercluster): the host launches with
+    # cuLaunchKernelEx and the cluster attribute; the kernel reads its rank in the cluster.
+    (Rung.CLUSTER2, r"%cluster_ctarank|%cluster_ctaid"),
+    (Rung.MULTI_CONSUMER, r"wgmma\.mma_async\.sync\.aligned\.m64n256k16"),
+]
+# Blackwell (sm_100a, tcgen05) rungs 5-7: TMEM accumulators, single-thread MMA issue, commits.
+_BLACKWELL = [
+    (Rung.WARP_SPECIALIZED, r"tcgen05\.mma\.cta_group::[12]\.kind::f16"),
+    (Rung.WARP_SPECIALIZED, r"tcgen05\.alloc\.cta_group::[12]\.sync\.aligned\.shared::cta\.b32"),
+    (Rung.WARP_SPECIALIZED, r"tcgen05\.dealloc\.cta_group::[12]"),
+    (Rung.WARP_SPECIALIZED, r"tcgen05\.commit\.cta_group::[12]\.mbarrier::arrive::one"),
+    (Rung.WARP_SPECIALIZED, r"tcgen05\.ld\.sync\.aligned\.32x32b"),  # TMEM -> registers
+    (Rung.WARP_SPECIALIZED, r"tcgen05\.wait::ld"),
+    (Rung.WARP_SPECIALIZED, r"cp\.async\.bulk\.tensor\.2d\.shared::cluster\.global\.mbarrier"),
+    (Rung.WARP_SPECIALIZED, r"cp\.async\.bulk\.tensor\.2d\.global\.shared::cta"),
+    (Rung.WARP_SPECIALIZED, r"mbarrier\.try_wait"),
+    (Rung.CLUSTER2, r"tcgen05\.mma\.cta_group::2\.kind::f16"),
+    (Rung.CLUSTER2, r"tcgen05\.alloc\.cta_group::2"),
+    (Rung.CLUSTER2, r"tcgen05\.commit\.cta_group::2\.\S*multicast::cluster"),
+    (Rung.CLUSTER2, r"cp\.async\.bulk\.tensor\.2d\.\S*\.cta_group::2"),  # bytes -> lead's barrier
+    (Rung.CLUSTER2, r"mbarrier\.arrive\.expect_tx\.shared::cluster"),  # -> lead's tma2mma
+    (Rung.CLUSTER2, r"mbarrier\.arrive\.shared::cluster"),  # writeback -> lead's ld2mma
+    (Rung.CLUSTER2, r"fence\.mbarrier_init\.release\.cluster"),
+    (Rung.CLUSTER2, r"barrier\.cluster\.arrive"),
+    (Rung.CLUSTER2, r"%cluster_ctarank|%cluster_ctaid"),
+]
+_ABSENT = [
+    ("sm_90a", Rung.TILED, r"cp\.async\.bulk\.tensor"),
+    ("sm_90a", Rung.PERSISTENT, r"setmaxnreg"),
+    ("sm_90a", Rung.WARP_SPECIALIZED, r"multicast::cluster"),
+    ("sm_100a", Rung.MULTI_CONSUMER, r"wgmma"),
+    ("sm_100a", Rung.WARP_SPECIALIZED, r"cta_group::2"),
+]
+
+
+def _expected(rung: Rung, arch: str) -> list[str]:
+    table = {"sm_90a": _HOPPER, "sm_100a": _BLACKWELL}.get(arch, [])
+    return [pat for low, pat in table if rung >= low]
+
+
+def _absent(rung: Rung, arch: str) -> list[str]:
+    return [pat for a, high, pat in _ABSENT if a == arch and rung <= high]
+
+
+_CACHE: dict[tuple[str, str], object] = {}
+
+
+def _artifacts(spec, dtype: str = "fp16"):
+    key = (spec.id, dtype)
+    if key not in _CACHE:
+        _CACHE[key] = spec.load().codegen(Problem(4096, 4096, 4096, dtype), spec.arch)
+    return _CACHE[key]
+
+
+def test_listing_imports_no_dsl():
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    path = os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")])
+    env = {**os.environ, "PYTHONPATH": path}
+    code = (
+        "import sys, backends.tirx as t; t.kernels(); "
+        "assert 'tvm' not in sys.modules and 'torch' not in sys.modules"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=root, env=env)
+
+
+def test_hopper_chain_complete():
+    rungs = {s.rung for s in SPECS if s.arch == "sm_90a"}
+    assert rungs == set(Rung) - {Rung.CUBLAS}
+
+
+def test_blackwell_rungs_listed():
+    rungs = {s.rung for s in SPECS if s.arch == "sm_100a"}
+    assert rungs == {Rung.WARP_SPECIALIZED, Rung.CLUSTER2, Rung.MULTI_CONSUMER}
+
+
+@pytest.mark.parametrize("spec", SPECS, ids=[s.id for s in SPECS])
+def test_compiles_with_rung_instructions(spec):
+    art = _artifacts(spec)
+    assert art.arch == spec.arch
+    assert art.ptx and art.cubin, "no PTX/cubin came out"
+    assert art.compile_seconds and art.compile_seconds > 0
+    assert re.search(rf"\.target {spec.arch}", art.ptx)
+    missing = [p for p in _expected(spec.rung, spec.arch) if not re.search(p, art.ptx)]
+    assert not missing, f"{spec.id}: PTX lacks {missing}"
+    present = [p for p in _absent(spec.rung, spec.arch) if re.search(p, art.ptx)]
+    assert not present, f"{spec.id}: PTX already has {present}"
+    assert art.spill_bytes == 0, f"{spec.id}: {art.spill_bytes} bytes spilled"
+
+
+PIPELINED = [s for s in SPECS if s.arch == "sm_90a" and s.rung >= Rung.PIPELINED]
+
+
+@pytest.mark.parametrize("dtype", ["fp16", "bf16"])
+@pytest.mark.parametrize("spec", PIPELINED, ids=[s.id for s in PIPELINED])
+def test_no_wgmma_serialization(spec, dtype):
+    """ptxas serializes wgmma (warning C7514) when accumulator accesses may cross the async
+    window; the accumulator fence of _workarounds.py must keep every pipelined rung clean."""
+    art = _artifacts(spec, dtype)
+    if dtype == "bf16":
+        assert re.search(r"wgmma\.mma_async\.sync\.aligned\.m64n\d+k16\.f32\.bf16\.bf16", art.ptx)
+    bad = [n for n in art.notes if "C7514" in n or "serialized" in n.lower()]
+    assert not bad, f"{spec.id} [{dtype}]: {bad}"
+
+
+def test_accumulator_fence_in_source():
+    """The replacement for T.cuda.wgmma.noop_barrier takes the accumulator by reference."""
+    from backends.tirx._host import cuda_source
+    from backends.tirx._workarounds import ACC_FENCE
+    from backends.tirx.sm90 import r3_pipelined
+
+    src = cuda_source(r3_pipelined.build("float16"), "sm_90a")
+    assert re.search(rf"void {ACC_FENCE}\(float& reg\)", src)
+    # two fences per k-tile around the batch plus one after the drain: 3 x 128 accumulators
+    assert len(re.findall(rf"{ACC_FENCE}\(acc", src)) == 3 * r3_pipelined.ACC
+
+
+@pytest.mark.parametrize("spec", SPECS, ids=[s.id for s in SPECS])
+def test_identity(spec):
+    kernel = spec.load()
+    assert (kernel.backend, kernel.name, kernel.arch, kernel.rung, kernel.description) == (
+        "tirx",
+        spec.name,
+        spec.arch,
+        spec.rung,
+        spec.description,
+    )
+    assert kernel.supports(Problem(4096, 4096, 4096)) is None
+    ragged = Problem(1000, 777, 520, "bf16")
+    if spec.rung >= Rung.TMA:
+        assert kernel.supports(ragged) is None
+    else:
+        assert isinstance(kernel.supports(ragged), str)
+    assert isinstance(kernel.supports(Problem(128, 128, 100)), str)  # K % 8 != 0
+
+
+def test_r7_configs_compile():
+    spec = next(s for s in SPECS if s.rung == Rung.MULTI_CONSUMER and s.arch == "sm_90a")
+    kernel = spec.load()
+    assert kernel.select(PROBLEM) in kernel.configs
+    seen = {kernel.codegen(PROBLEM, spec.arch, c).ptx for c in kernel.configs[:2]}
+    assert len(seen) == 2, "the group size is compiled into the tile order"
+
+
+BLACKWELL = [s for s in SPECS if s.arch == "sm_100a"]
+
+#: (rung, MMA M, MMA N) of each Blackwell kernel's tcgen05.mma (M counts both CTAs of a pair).
+_TCGEN05_SHAPE = {
+    Rung.WARP_SPECIALIZED: (128, 256),
+    Rung.CLUSTER2: (256, 256),
+    Rung.MULTI_CONSUMER: (256, 128),
+}
+
+
+@pytest.mark.parametrize("spec", BLACKWELL, ids=[s.id for s in BLACKWELL])
+def test_blackwell_bf16(spec):
+    """bf16 compiles too, with no spills; only the MMA instruction descriptor differs."""
+    art = _artifacts(spec, "bf16")
+    assert re.search(r"tcgen05\.mma\.cta_group::[12]\.kind::f16", art.ptx)
+    assert art.spill_bytes == 0, f"{spec.id} [bf16]: {art.spill_bytes} bytes spilled"
+    assert art.ptx != _artifacts(spec, "fp16").ptx, "bf16 and fp16 emitted the same PTX"
+
+
+@pytest.mark.parametrize("dtype", ["fp16", "bf16"])
+@pytest.mark.parametrize("spec", BLACKWELL, ids=[s.id for s in BLACKWELL])
+def test_blackwell_instruction_descriptor(spec, dtype):
+    """The tcgen05 instruction descriptor (PTX ISA, kind::f16) encodes the intended MMA:
+    f32 accumulator, A/B format (f16 = 0, bf16 = 1), K-major A and B, N >> 3, M >> 4."""
+    from backends.tirx._host import TVM_DTYPE, cuda_source
+
+    module = __import__(spec.module, fromlist=["build"])
+    src = cuda_source(module.build(TVM_DTYPE[dtype]), spec.arch)
+    m, n = _TCGEN05_SHAPE[spec.rung]
+    fmt = {"fp16": 0, "bf16": 1}[dtype]
+    idesc = (1 << 4) | (fmt << 7) | (fmt << 10) | ((n >> 3) << 17) | ((m >> 4) << 24)
+    calls = re.findall(r"tcgen05_mma_ss_mma_cta_group__(\d)_kind__f16\((.*?)\);", src)
+    assert calls, "no tcgen05.mma call in the CUDA source"
+    for group, args in calls:
+        assert int(group) == (2 if spec.rung >= Rung.CLUSTER2 else 1)
+        assert f"(uint){idesc}" in args, f"{spec.id} [{dtype}]: idesc != {idesc}: {args[:200]}"
+    # the whole 512-column TMEM is allocated (double-buffered accumulators)
+    assert re.search(r"tcgen05_alloc\w*\(.*\(uint\)512\)", src)
