@@ -2,9 +2,9 @@
 
 DSL stacks print pages that say nothing about the kernels being measured: deprecation warnings
 from their own internals at import, progress bars of their own builds (Tilus's tqdm), and leak
-reports from nanobind-bound extensions at
-interpreter exit (workers end with ``os._exit``, see :mod:`harness.worker`; pytest runs end the
-same way, see ``tests/conftest.py``). Set ``GEMM_STUDY_VERBOSE=1`` to see all of it again.
+reports from nanobind-bound extensions at interpreter exit (workers end with ``os._exit``, see
+:mod:`harness.worker`; pytest runs end the same way, see ``tests/conftest.py``). Set
+``GEMM_STUDY_VERBOSE=1`` to see all of it again.
 """
 
 from __future__ import annotations

@@ -279,10 +279,13 @@ def chain_table(ds: Dataset, problem: Problem) -> dict[str, list[ChainRow]]:
     for backend in ds.backends():
         # Steps are only comparable within one run: take every rung from the run that timed
         # the most of this backend's rungs at ``problem`` (the latest of equals); a rung that
-        # run lacks falls back to the kernel's latest record and is marked ``other_run``.
+        # run lacks falls back to the kernel's latest record and is marked ``other_run``. Every
+        # document counts, not only the records latest-run-wins kept: a later run that timed
+        # one rung again must not break the chain of the run that timed them all.
         own = [
             r
-            for r in ds.bench
+            for doc in ds.runs
+            for r in doc.bench
             if r.backend == backend
             and r.problem == problem
             and r.timed

@@ -216,6 +216,23 @@ def test_chain_and_heatmap_tables(ds) -> None:
     assert grid[0][cols.index(Problem(8192, 8192, 8192))] == pytest.approx(100 * 0.52 / 0.47)
 
 
+def test_chain_keeps_its_run_when_a_later_run_retimes_a_rung(ds) -> None:
+    """A later run timing alpha's rung 7 again (same config, so latest-run-wins keeps only the
+    later record) leaves the chain on the run that timed every rung, unmarked."""
+    chain_doc = next(d for d in ds.documents if any(r.rung == 1 for r in d.records))
+    again = [
+        replace(r, timing=replace(r.timing, median_ms=0.25))
+        for r in chain_doc.records
+        if r.kernel == ALPHA7 and r.problem == P4096 and r.config is None
+    ]
+    later = replace(chain_doc, records=tuple(again), created="2099-01-01T00:00:00Z")
+    both = build_dataset([*ds.documents, later])
+    assert {r.timing.median_ms for r in both.bench if r.kernel == ALPHA7 and r.problem == P4096
+            and r.config is None} == {0.25}  # fmt: skip
+    alpha = {row.rung: row for row in chain_table(both, P4096)["alpha"]}
+    assert alpha[7].median_ms == pytest.approx(0.19) and not alpha[7].other_run
+
+
 def test_heatmap_resolves_two_percent(ds) -> None:
     fig = figure_heatmap(ds)
     texts = [t.get_text() for ax in fig.axes for t in ax.texts]
