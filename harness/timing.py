@@ -196,8 +196,12 @@ def time_launches(
     # queue full by itself, and resting the GPU before each batch would let a power-limited
     # chip boost its clock for the first launches after the rest.
     host_bound = host_ms > 0.5 * est
-    while len(samples) < want:
-        n = min(want - len(samples), per_batch)
+    min_ms = min_time_s * 1e3
+    # Sized from the probe's fastest launch, ``want`` usually covers ``min_time_s``; if the
+    # launches ran faster than that estimate, time more until it is met (up to max_samples).
+    while len(samples) < max_samples and (len(samples) < want or sum(samples) < min_ms):
+        short = math.ceil((min_ms - sum(samples)) / est) if sum(samples) < min_ms else 0
+        n = min(max(want - len(samples), short, 1), per_batch, max_samples - len(samples))
         hold = min(_MAX_HOLD_MS, 1.5 * n * host_ms) if host_bound else 0.0
         batch, host_ms = _run_batch(clock, launch, sets, n, len(samples), hold_ms=hold)
         samples += batch

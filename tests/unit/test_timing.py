@@ -56,6 +56,21 @@ def test_time_launches_rotates_sets_and_meets_minimums() -> None:
     assert seen[:6] == [0, 1, 2, 0, 1, 2]
 
 
+def test_time_launches_meets_min_time_when_launches_speed_up() -> None:
+    """The probe sizes the run; launches that turn out faster than the probe still get timed
+    until ``min_time_s`` is covered."""
+    calls = {"n": 0}
+
+    def launch(a, b, d):
+        calls["n"] += 1
+        time.sleep(0.001 if calls["n"] <= 5 else 0.0002)  # the 5 probe launches are slow
+
+    samples = time_launches(
+        launch, [(0, None, None)], min_samples=5, min_time_s=0.02, max_samples=1000, device="cpu"
+    )
+    assert sum(samples) >= 20.0 and len(samples) > 20
+
+
 def test_telemetry_merge_weights_by_samples() -> None:
     a = Telemetry(10, 1500.0, 1400.0, 1600.0, 600.0, 650.0, 60.0)
     b = Telemetry(30, 1700.0, 1650.0, 1800.0, 700.0, 720.0, 70.0)
