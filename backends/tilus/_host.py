@@ -2,8 +2,9 @@
 
 A rung module writes its ``tilus.Script`` and a *plan*: a pure function of the problem, the SM
 count and (for a rung with knobs) the config that returns the script's constructor arguments.
-Every script has the same ``__call__(m_size, n_size, k_size, a_ptr, b_ptr, c_ptr)``; the
-element type is a constructor argument, so one script serves fp16 and bf16. Tilus builds the
+Every script has the same ``__call__(m_size, n_size, k_size, a_ptr, b_ptr, c_ptr, ldc)``
+(``ldc``: D's row stride, N or N padded to 8); the element type is a constructor argument, so
+one script serves fp16 and bf16. Tilus builds the
 TMA descriptors in its generated host code on every launch, from the runtime shapes.
 
 :class:`TilusKernel` turns a plan into what the harness asks for:
@@ -150,11 +151,12 @@ class TilusKernel(SpecKernel):
         if n % 8:
             scratch = torch.empty(m, cdiv(n, 8) * 8, dtype=dt, device=dev)
 
+        ldc = n if scratch is None else scratch.shape[1]
+
         def launch(a: Any, b: Any, out: Any) -> None:
-            if scratch is None:
-                script(m, n, k, a, b, out)
-            else:
-                script(m, scratch.shape[1], k, a, b, scratch)
+            # N stays the problem's (B has N rows); only D's row stride is padded.
+            script(m, n, k, a, b, out if scratch is None else scratch, ldc)
+            if scratch is not None:
                 out.copy_(scratch[:, :n])
 
         # Build now (Tilus compiles at the first call) so that timing never sees nvcc.
@@ -193,7 +195,7 @@ class TilusKernel(SpecKernel):
         config = self.config_for(problem, config)
         script = self._script(**self._kwargs(problem, DEFAULT_NUM_SMS, config))
         # Pointers are not part of Tilus's JIT key: None stands in for the tensors.
-        jit = script._jit_instance_for(problem.m, problem.n, problem.k, None, None, None)
+        jit = script._jit_instance_for(problem.m, problem.n, problem.k, None, None, None, problem.n)
         (program,) = jit.transpiled_programs
         verify(program)
         with tempfile.TemporaryDirectory(prefix="tilus-source-") as tmp:

@@ -76,13 +76,14 @@ class R5WarpSpecialized(tilus.Script):
         a_ptr: void_p,
         b_ptr: void_p,
         c_ptr: void_p,
+        ldc: int32,
     ):
         self.attrs.blocks = self.num_ctas
         self.attrs.warps = NUM_WARPS
 
         ga = self.global_view(a_ptr, dtype=self.dtype, shape=[m_size, k_size])
         gb = self.global_view(b_ptr, dtype=self.dtype, shape=[n_size, k_size])
-        gc = self.global_view(c_ptr, dtype=self.dtype, shape=[m_size, n_size])
+        gc = self.global_view(c_ptr, dtype=self.dtype, shape=[m_size, n_size], strides=[ldc, 1])
 
         # -- shared-memory and tensor-memory plan --
         sa = self.shared_tensor(dtype=self.dtype, shape=[NUM_STAGES, BLOCK_M, BLOCK_K])

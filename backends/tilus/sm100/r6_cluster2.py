@@ -86,6 +86,7 @@ class R6Cluster2(tilus.Script):
         a_ptr: void_p,
         b_ptr: void_p,
         c_ptr: void_p,
+        ldc: int32,
     ):
         self.attrs.blocks = self.num_clusters * CLUSTER_M
         self.attrs.cluster_blocks = CLUSTER_M
@@ -93,7 +94,7 @@ class R6Cluster2(tilus.Script):
 
         ga = self.global_view(a_ptr, dtype=self.dtype, shape=[m_size, k_size])
         gb = self.global_view(b_ptr, dtype=self.dtype, shape=[n_size, k_size])
-        gc = self.global_view(c_ptr, dtype=self.dtype, shape=[m_size, n_size])
+        gc = self.global_view(c_ptr, dtype=self.dtype, shape=[m_size, n_size], strides=[ldc, 1])
 
         # -- shared-memory and tensor-memory plan --
         sa = self.shared_tensor(dtype=self.dtype, shape=[NUM_STAGES, BLOCK_M, BLOCK_K])

@@ -96,6 +96,7 @@ class R7MultiConsumer(tilus.Script):
         a_ptr: void_p,
         b_ptr: void_p,
         c_ptr: void_p,
+        ldc: int32,
     ):
         num_m, num_n = cdiv(m_size, BLOCK_M * CLUSTER_M), cdiv(n_size, BLOCK_N)
         # One cluster per cluster tile: CLC lets running clusters take the ones not launched yet.
@@ -105,7 +106,7 @@ class R7MultiConsumer(tilus.Script):
 
         ga = self.global_view(a_ptr, dtype=self.dtype, shape=[m_size, k_size])
         gb = self.global_view(b_ptr, dtype=self.dtype, shape=[n_size, k_size])
-        gc = self.global_view(c_ptr, dtype=self.dtype, shape=[m_size, n_size])
+        gc = self.global_view(c_ptr, dtype=self.dtype, shape=[m_size, n_size], strides=[ldc, 1])
 
         # -- shared-memory and tensor-memory plan --
         sa = self.shared_tensor(dtype=self.dtype, shape=[NUM_STAGES, BLOCK_M, BLOCK_K])

@@ -48,6 +48,7 @@ class R1Tiled(tilus.Script):
         a_ptr: void_p,
         b_ptr: void_p,
         c_ptr: void_p,
+        ldc: int32,
     ):
         # ``supports`` demands tile multiples; rounding the sizes down to them (a no-op then)
         # tells Tilus's divisibility analysis so, and the copies become 16-byte vectors.
@@ -62,7 +63,7 @@ class R1Tiled(tilus.Script):
 
         ga = self.global_view(a_ptr, dtype=self.dtype, shape=[m_rows, k_cols])
         gb = self.global_view(b_ptr, dtype=self.dtype, shape=[n_rows, k_cols])
-        gc = self.global_view(c_ptr, dtype=self.dtype, shape=[m_rows, n_rows])
+        gc = self.global_view(c_ptr, dtype=self.dtype, shape=[m_rows, n_rows], strides=[ldc, 1])
 
         # -- shared-memory plan --
         sa = self.shared_tensor(dtype=self.dtype, shape=[BLOCK_M, BLOCK_K])

@@ -52,6 +52,7 @@ class R2Tma(tilus.Script):
         a_ptr: void_p,
         b_ptr: void_p,
         c_ptr: void_p,
+        ldc: int32,
     ):
         num_tiles_n = cdiv(n_size, BLOCK_N)
         self.attrs.blocks = cdiv(m_size, BLOCK_M) * num_tiles_n
@@ -59,7 +60,7 @@ class R2Tma(tilus.Script):
 
         ga = self.global_view(a_ptr, dtype=self.dtype, shape=[m_size, k_size])
         gb = self.global_view(b_ptr, dtype=self.dtype, shape=[n_size, k_size])
-        gc = self.global_view(c_ptr, dtype=self.dtype, shape=[m_size, n_size])
+        gc = self.global_view(c_ptr, dtype=self.dtype, shape=[m_size, n_size], strides=[ldc, 1])
 
         # -- shared-memory plan --
         sa = self.shared_tensor(dtype=self.dtype, shape=[BLOCK_M, BLOCK_K])
