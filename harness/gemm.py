@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["DTYPES", "Problem", "element_size", "validate_k"]
+__all__ = ["DTYPES", "Problem", "element_size", "k_alignment_reason", "validate_k"]
 
 DTYPES = ("fp16", "bf16")
 
@@ -62,11 +62,19 @@ class Problem:
         return element_size(self.dtype) * (self.m * self.k + self.n * self.k + self.m * self.n)
 
 
-def validate_k(problem: Problem) -> None:
-    """Raise ValueError unless the rows of A and B are 16-byte aligned (TMA's requirement)."""
+def k_alignment_reason(problem: Problem) -> str | None:
+    """Why the rows of A and B are not 16-byte aligned (TMA's requirement), or None."""
     align = 16 // element_size(problem.dtype)
     if problem.k % align:
-        raise ValueError(
-            f"{problem.key}: K = {problem.k} is not a multiple of {align}; rows of A and B "
-            "must be 16-byte aligned for TMA"
+        return (
+            f"K = {problem.k} is not a multiple of {align}; rows of A and B must be 16-byte "
+            "aligned for TMA"
         )
+    return None
+
+
+def validate_k(problem: Problem) -> None:
+    """Raise ValueError unless the rows of A and B are 16-byte aligned (TMA's requirement)."""
+    reason = k_alignment_reason(problem)
+    if reason:
+        raise ValueError(f"{problem.key}: {reason}")

@@ -29,7 +29,7 @@ from harness.configs import (
     current_gpu_name,
     tuned_table_path,
 )
-from harness.gemm import DTYPES, Problem, element_size, validate_k
+from harness.gemm import DTYPES, Problem, element_size, k_alignment_reason, validate_k
 
 __all__ = [
     "ARCHES",
@@ -49,6 +49,7 @@ __all__ = [
     "TunedTable",
     "current_gpu_name",
     "element_size",
+    "k_alignment_reason",
     "spec_of_module",
     "tuned_table_path",
     "validate_k",
@@ -285,13 +286,16 @@ class SpecKernel:
     """A convenience base for a backend's kernel class: its identity comes from ``self.spec``
     (written once, in the backend's list) and its config space, if any, from ``self.space``.
 
-    Subclasses set ``spec`` (and ``space`` for a rung with knobs) and implement ``supports``,
-    ``compile`` and ``codegen``; ``config_for(problem, config)`` resolves an omitted config to
-    the kernel's own choice.
+    Subclasses set ``spec`` (``space`` for a rung with knobs, ``rung_supports`` for a rung with
+    limits of its own) and implement ``compile`` and ``codegen``; ``supports`` is the TMA
+    kernels' rule (K keeps the rows of A and B 16-byte aligned) plus those two;
+    ``config_for(problem, config)`` resolves an omitted config to the kernel's own choice.
     """
 
     spec: KernelSpec
     space: ConfigSpace[Any] | None = None
+    #: The rung's own limits (e.g. rung 1's tile multiples): a one-line reason, or None.
+    rung_supports: Callable[[Problem], str | None] | None = None
 
     backend = property(lambda self: self.spec.backend)
     name = property(lambda self: self.spec.name)
@@ -312,6 +316,14 @@ class SpecKernel:
 
     def config_for(self, problem: Problem, config: KernelConfig | None) -> KernelConfig | None:
         return config if config is not None else self.select(problem)
+
+    def supports(self, problem: Problem, config: KernelConfig | None = None) -> str | None:
+        """Why this kernel cannot run ``problem`` (with ``config``; None: its own choice)."""
+        return (
+            k_alignment_reason(problem)
+            or (self.rung_supports(problem) if self.rung_supports else None)
+            or self.config_reason(problem, config)
+        )
 
     def config_reason(self, problem: Problem, config: KernelConfig | None) -> str | None:
         """Why ``config`` (None: the kernel's own choice) cannot run ``problem``, or None."""

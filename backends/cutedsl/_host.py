@@ -56,7 +56,7 @@ class CuteDslKernel(SpecKernel):
     Its identity is its ``spec`` (the backend's list, written once). ``make_gemm(num_sms,
     variant, config)`` returns the rung's ``Gemm`` object; ``variant_of(problem)`` names the
     compile-time variant a problem needs (e.g. whether the TMA-store epilogue can be used, which
-    needs 16-byte aligned output rows); ``supports_fn(problem)`` adds the rung's own limits. A
+    needs 16-byte aligned output rows); ``rung_supports(problem)`` adds the rung's own limits. A
     rung with tuning knobs passes ``space`` (its menu, heuristic and which config fits which
     problem); the config is then part of the compile cache key, and ``configs``/``select``
     expose it to the harness.
@@ -65,18 +65,13 @@ class CuteDslKernel(SpecKernel):
     spec: KernelSpec
     make_gemm: Callable[[int, Any, KernelConfig | None], Any]
     variant_of: Callable[[Problem], Any] = lambda problem: None
-    supports_fn: Callable[[Problem], str | None] = lambda problem: None
+    rung_supports: Callable[[Problem], str | None] | None = None
     space: ConfigSpace[Any] | None = None
     raw_ptx: tuple[str, ...] = ()
     _cache: dict[tuple[str, Any, int, Any], Any] = field(default_factory=dict, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     # -- protocol -------------------------------------------------------------------------------
-    def supports(self, problem: Problem, config: KernelConfig | None = None) -> str | None:
-        if problem.k % 8 != 0:
-            return "K must be a multiple of 8 (TMA needs 16-byte aligned rows)"
-        return self.supports_fn(problem) or self.config_reason(problem, config)
-
     def compile(self, problem: Problem, config: KernelConfig | None = None) -> LaunchFn:
         config = self.config_for(problem, config)
         reason = self.supports(problem, config)

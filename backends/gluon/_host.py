@@ -130,7 +130,7 @@ class GluonKernel(SpecKernel):
         self.spec = spec
         self._jit_fn = jit_fn
         self._plan = plan
-        self._supports = supports
+        self.rung_supports = supports
         self.space = space
         self._raw_ptx = tuple(raw_ptx)
         self._notes = tuple(notes)
@@ -142,12 +142,6 @@ class GluonKernel(SpecKernel):
         return self._plan(problem, num_sms, config)  # type: ignore[call-arg]
 
     # -- protocol ------------------------------------------------------------------------------
-    def supports(self, problem: Problem, config: KernelConfig | None = None) -> str | None:
-        if problem.k % 8:
-            return "K must be a multiple of 8 (16-byte TMA row alignment)"
-        reason = self._supports(problem) if self._supports else None
-        return reason or self.config_reason(problem, config)
-
     def compile(self, problem: Problem, config: KernelConfig | None = None) -> LaunchFn:
         config = self.config_for(problem, config)
         cached = self._launchers.get((problem, config))

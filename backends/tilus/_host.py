@@ -106,7 +106,7 @@ class TilusKernel(SpecKernel):
         self.spec = spec
         self._script = script
         self._plan = plan
-        self._supports = supports
+        self.rung_supports = supports
         self.space = space
         self._raw_ptx = tuple(raw_ptx)
         self._notes = tuple(notes)
@@ -121,12 +121,6 @@ class TilusKernel(SpecKernel):
         return {"dtype": element_type(problem.dtype), **kwargs}
 
     # -- protocol ------------------------------------------------------------------------------
-    def supports(self, problem: Problem, config: KernelConfig | None = None) -> str | None:
-        if problem.k % 8:
-            return "K must be a multiple of 8 (16-byte TMA row alignment)"
-        reason = self._supports(problem) if self._supports else None
-        return reason or self.config_reason(problem, config)
-
     def compile(self, problem: Problem, config: KernelConfig | None = None) -> LaunchFn:
         config = self.config_for(problem, config)
         cached = self._launchers.get((problem, config))

@@ -140,19 +140,13 @@ class TirxKernel(SpecKernel):
         self._shared_bytes = shared_bytes
         self._persistent = persistent
         self._cluster = cluster
-        self._supports = supports
+        self.rung_supports = supports
         self._raw_ptx = tuple(raw_ptx)
         self._notes = tuple(notes)
         self._modules: dict[tuple[str, KernelConfig | None], Any] = {}
         self._launchers: dict[tuple[Problem, KernelConfig | None], LaunchFn] = {}
 
     # -- protocol ------------------------------------------------------------------------------
-    def supports(self, problem: Problem, config: KernelConfig | None = None) -> str | None:
-        if problem.k % 8:
-            return "K must be a multiple of 8 (16-byte TMA row alignment)"
-        reason = self._supports(problem) if self._supports else None
-        return reason or self.config_reason(problem, config)
-
     def _module(self, dtype: str, config: KernelConfig | None) -> Any:
         """The runtime module of this rung for ``dtype`` (built once per tile config)."""
         key = (dtype, config)

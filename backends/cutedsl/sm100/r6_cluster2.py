@@ -401,5 +401,5 @@ class Gemm:
 KERNEL = CuteDslKernel(
     spec(__name__),
     make_gemm=lambda num_sms, variant, config: Gemm(num_sms),
-    supports_fn=n_multiple_of_8,
+    rung_supports=n_multiple_of_8,
 )

@@ -184,5 +184,5 @@ def _supports(problem: Problem) -> str | None:
 KERNEL = CuteDslKernel(
     spec(__name__),
     make_gemm=lambda num_sms, variant, config: Gemm(num_sms),
-    supports_fn=_supports,
+    rung_supports=_supports,
 )
