@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["DTYPES", "Problem", "element_size", "k_alignment_reason", "validate_k"]
+__all__ = ["DTYPES", "Problem", "cdiv", "element_size", "k_alignment_reason", "validate_k"]
 
 DTYPES = ("fp16", "bf16")
 
@@ -60,6 +60,11 @@ class Problem:
     def bytes_per_set(self) -> int:
         """Bytes of one (A, B, D) input/output set."""
         return element_size(self.dtype) * (self.m * self.k + self.n * self.k + self.m * self.n)
+
+
+def cdiv(x: int, y: int) -> int:
+    """Ceiling division: how many tiles of ``y`` cover ``x``."""
+    return -(-x // y)
 
 
 def k_alignment_reason(problem: Problem) -> str | None:

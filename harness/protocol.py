@@ -29,7 +29,7 @@ from harness.configs import (
     current_gpu_name,
     tuned_table_path,
 )
-from harness.gemm import DTYPES, Problem, element_size, k_alignment_reason, validate_k
+from harness.gemm import DTYPES, Problem, cdiv, element_size, k_alignment_reason, validate_k
 
 __all__ = [
     "ARCHES",
@@ -47,10 +47,12 @@ __all__ = [
     "Rung",
     "SpecKernel",
     "TunedTable",
+    "cdiv",
     "current_gpu_name",
     "element_size",
     "k_alignment_reason",
     "spec_of_module",
+    "tma_launch",
     "tuned_table_path",
     "validate_k",
 ]
@@ -339,3 +341,42 @@ def spec_of_module(specs: Iterable[KernelSpec], module: str) -> KernelSpec:
         if spec.module == module:
             return spec
     raise LookupError(f"no kernel spec names module {module!r}; list it in its backend")
+
+
+def tma_launch(
+    problem: Problem,
+    run: Callable[[Any, Any, Any], None],
+    device: Any,
+    pad_d: bool = True,
+) -> LaunchFn:
+    """The launch function of a kernel that stores D by TMA, built and warmed up.
+
+    TMA needs 16-byte row strides. A's and B's rows are K long (``k_alignment_reason``), but
+    D's are N long: when they are not 16-byte aligned no descriptor over ``out`` exists, so
+    ``run(a, b, d)`` gets a padded scratch D instead (allocated once, here; its row stride is
+    ``d.shape[1]``) and the launch copies its first N columns out. Only such ragged shapes pay
+    that extra pass; ``pad_d=False`` (a kernel that stores D without TMA) never pads.
+
+    ``run`` is launched once on zero inputs before this returns, so that a JIT or build at the
+    first call never lands in timing.
+    """
+    import torch
+
+    dt = {"fp16": torch.float16, "bf16": torch.bfloat16}[problem.dtype]
+    align = 16 // element_size(problem.dtype)
+    ld = cdiv(problem.n, align) * align
+    scratch = None
+    if pad_d and ld != problem.n:
+        scratch = torch.empty(problem.m, ld, dtype=dt, device=device)
+
+    def launch(a: Any, b: Any, out: Any) -> None:
+        run(a, b, out if scratch is None else scratch)
+        if scratch is not None:
+            out.copy_(scratch[:, : problem.n])
+
+    a = torch.zeros(problem.m, problem.k, dtype=dt, device=device)
+    b = torch.zeros(problem.n, problem.k, dtype=dt, device=device)
+    launch(a, b, torch.empty(problem.m, problem.n, dtype=dt, device=device))
+    if torch.device(device).type == "cuda":
+        torch.cuda.synchronize()
+    return launch

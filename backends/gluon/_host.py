@@ -29,6 +29,7 @@ from harness.protocol import (
     LaunchFn,
     Problem,
     SpecKernel,
+    tma_launch,
 )
 
 #: SM count assumed when compiling without a GPU (H100 SXM / H200); only the persistent grid
@@ -160,19 +161,11 @@ class GluonKernel(SpecKernel):
         kernel = self._jit_fn[plan.grid]
         opts = _options(plan)
 
-        dt = {"fp16": torch.float16, "bf16": torch.bfloat16}[problem.dtype]
         dev = torch.device("cuda", torch.cuda.current_device())
-        # TMA needs 16-byte row strides. A and B rows are K long (K % 8 == 0), but D's rows
-        # are N long: when N % 8 != 0 no descriptor over ``out`` exists, so the kernel writes
-        # a padded scratch D (allocated once, here) and the launch copies its first N columns
-        # out. Only such ragged shapes pay that extra pass.
         c_by_tma = any(isinstance(a, Desc) and a.tensor == "c" for a in plan.args)
-        scratch = None
-        if c_by_tma and problem.n % 8:
-            scratch = torch.empty(problem.m, cdiv(problem.n, 8) * 8, dtype=dt, device=dev)
 
-        def launch(a: Any, b: Any, out: Any) -> None:
-            tensors = {"a": a, "b": b, "c": out if scratch is None else scratch}
+        def run(a: Any, b: Any, d: Any) -> None:
+            tensors = {"a": a, "b": b, "c": d}
             args: list[Any] = []
             for arg in plan.args:
                 if isinstance(arg, Desc):
@@ -186,15 +179,9 @@ class GluonKernel(SpecKernel):
                 else:
                     args.append(arg)
             kernel(*args, **plan.constexprs, **opts)
-            if scratch is not None:
-                out.copy_(scratch[:, : problem.n])
 
-        # Compile now (a first launch on zero inputs) so that timing never sees the JIT.
-        a = torch.zeros(problem.m, problem.k, dtype=dt, device=dev)
-        b = torch.zeros(problem.n, problem.k, dtype=dt, device=dev)
-        c = torch.empty(problem.m, problem.n, dtype=dt, device=dev)
-        launch(a, b, c)
-        torch.cuda.synchronize()
+        # Padded D for ragged N, and a first launch on zeros so that timing never sees the JIT.
+        launch = tma_launch(problem, run, dev, pad_d=c_by_tma)
         self._launchers[(problem, config)] = launch
         return launch
 
@@ -280,7 +267,3 @@ def _ptxas_resources(ptx: str | None, arch: str) -> tuple[int | None, int | None
     regs = re.search(r"Used (\d+) registers", log)
     spills = re.search(r"(\d+) bytes spill stores", log)
     return (int(regs.group(1)) if regs else None, int(spills.group(1)) if spills else None)
-
-
-def cdiv(x: int, y: int) -> int:
-    return (x + y - 1) // y

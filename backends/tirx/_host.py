@@ -38,6 +38,7 @@ from harness.protocol import (
     LaunchFn,
     Problem,
     SpecKernel,
+    tma_launch,
 )
 
 #: Element type names as TVM spells them.
@@ -45,10 +46,6 @@ TVM_DTYPE = {"fp16": "float16", "bf16": "bfloat16"}
 
 #: ``build(dtype, config)`` -> a TIRx PrimFunc (config is None for a rung without configs).
 BuildFn = Callable[[str, Any], Any]
-
-
-def cdiv(x: int, y: int) -> int:
-    return (x + y - 1) // y
 
 
 def cuda_source(func: Any, arch: str) -> str:
@@ -175,26 +172,14 @@ class TirxKernel(SpecKernel):
         props = torch.cuda.get_device_properties(dev)
         ctas = (props.multi_processor_count // self._cluster) * self._cluster
         extra: tuple[int, ...] = (ctas,) if self._persistent else ()
-        dt = {"fp16": torch.float16, "bf16": torch.bfloat16}[problem.dtype]
-        # TMA needs 16-byte row strides. A and B rows are K long (K % 8 == 0), but D's rows are
-        # N long: when N % 8 != 0 no descriptor over ``out`` exists, so the kernel writes a
-        # padded scratch D (allocated once, here) and the launch copies its first N columns.
-        scratch = None
-        if self.spec.rung >= 2 and problem.n % 8:
-            scratch = torch.empty(problem.m, cdiv(problem.n, 8) * 8, dtype=dt, device=dev)
 
-        def launch(a: Any, b: Any, out: Any) -> None:
+        def run(a: Any, b: Any, d: Any) -> None:
             with tvm_ffi.use_torch_stream():
-                kernel(a, b, out if scratch is None else scratch, *extra)
-            if scratch is not None:
-                out.copy_(scratch[:, : problem.n])
+                kernel(a, b, d, *extra)
 
-        # A first launch on zero inputs: NVRTC JIT and module load happen here, not in timing.
-        a = torch.zeros(problem.m, problem.k, dtype=dt, device=dev)
-        b = torch.zeros(problem.n, problem.k, dtype=dt, device=dev)
-        c = torch.empty(problem.m, problem.n, dtype=dt, device=dev)
-        launch(a, b, c)
-        torch.cuda.synchronize()
+        # Padded D for ragged N (rung 1 stores D without TMA), and a first launch on zeros:
+        # NVRTC JIT and module load happen there, not in timing.
+        launch = tma_launch(problem, run, dev, pad_d=self.spec.rung >= 2)
         self._launchers[(problem, config)] = launch
         return launch
 

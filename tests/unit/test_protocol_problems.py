@@ -106,3 +106,25 @@ def test_pins_are_checked_against_installed_versions() -> None:
         f"pytest>=999 (found {pytest_version})",
         "surely-not-a-dist==1.0",
     ]
+
+
+def test_tma_launch_pads_d_only_for_unaligned_rows_and_warms_up() -> None:
+    torch = pytest.importorskip("torch")
+    from harness.protocol import tma_launch
+
+    seen: list[tuple[int, int]] = []
+
+    def run(a, b, d):  # a kernel writing N columns of a D whose rows may be longer
+        seen.append(tuple(d.shape))
+        d[:, : b.shape[0]] = (a.float() @ b.float().T).to(d.dtype)
+
+    ragged = Problem(5, 13, 8, "bf16")  # 13 bf16 = 26 bytes per row: padded to 16 columns
+    launch = tma_launch(ragged, run, "cpu")
+    assert seen == [(5, 16)]  # the warm-up launch on zeros, into the scratch D
+    a, b = torch.randn(5, 8).bfloat16(), torch.randn(13, 8).bfloat16()
+    out = torch.full((5, 13), float("nan"), dtype=torch.bfloat16)
+    launch(a, b, out)
+    assert torch.equal(out, (a.float() @ b.float().T).bfloat16())
+    assert tma_launch(Problem(5, 16, 8), run, "cpu") and seen[-1] == (5, 16)  # aligned: no pad
+    tma_launch(ragged, run, "cpu", pad_d=False)
+    assert seen[-1] == (5, 13)

@@ -44,10 +44,10 @@ from triton.experimental.gluon.language.nvidia.blackwell import (
 from triton.experimental.gluon.language.nvidia.hopper import fence_async_shared, mbarrier, tma
 
 from backends.gluon import spec
-from backends.gluon._host import Desc, GluonKernel, Plan, cdiv
+from backends.gluon._host import Desc, GluonKernel, Plan
 from backends.gluon._pipeline import Counter
 from backends.gluon._schedule import grouped_tile
-from harness.protocol import Problem
+from harness.protocol import Problem, cdiv
 
 # -- constants --------------------------------------------------------------------------------
 BLOCK_M = 128

@@ -36,8 +36,8 @@ from triton.experimental.gluon.language.nvidia.hopper import (
 )
 
 from backends.gluon import spec
-from backends.gluon._host import Desc, GluonKernel, Plan, cdiv
-from harness.protocol import Problem
+from backends.gluon._host import Desc, GluonKernel, Plan
+from harness.protocol import Problem, cdiv
 
 # -- constants --------------------------------------------------------------------------------
 BLOCK_M = 128

@@ -56,10 +56,10 @@ from triton.experimental.gluon.language.nvidia.hopper import (
 )
 
 from backends.gluon import spec
-from backends.gluon._host import Desc, GluonKernel, Plan, cdiv
+from backends.gluon._host import Desc, GluonKernel, Plan
 from backends.gluon._pipeline import Counter
 from backends.gluon._schedule import grouped_tile
-from harness.protocol import ConfigSpace, KernelConfig, Problem
+from harness.protocol import ConfigSpace, KernelConfig, Problem, cdiv
 
 # -- constants --------------------------------------------------------------------------------
 BLOCK_M = 128  # rows per CTA (64 per consumer warpgroup)

@@ -30,8 +30,8 @@ import tilus
 from tilus import float32, int32, uint32, void_p
 
 from backends.tilus import spec
-from backends.tilus._host import TilusKernel, cdiv
-from harness.protocol import Problem
+from backends.tilus._host import TilusKernel
+from harness.protocol import Problem, cdiv
 
 # -- constants --------------------------------------------------------------------------------
 BLOCK_M = 128

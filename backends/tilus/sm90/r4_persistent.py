@@ -34,9 +34,9 @@ import tilus
 from tilus import GlobalTensor, RegisterTensor, SharedTensor, float32, int32, uint32, void_p
 
 from backends.tilus import spec
-from backends.tilus._host import TilusKernel, cdiv
+from backends.tilus._host import TilusKernel
 from backends.tilus._schedule import GroupedOrder
-from harness.protocol import Problem
+from harness.protocol import Problem, cdiv
 
 # -- constants --------------------------------------------------------------------------------
 BLOCK_M = 128

@@ -36,9 +36,9 @@ from tilus import GlobalTensor, RegisterTensor, SharedTensor, float32, int32, ui
 from tilus.hidet.ir.primitives.cuda.setmaxnreg import setmaxnreg
 
 from backends.tilus import spec
-from backends.tilus._host import TilusKernel, cdiv
+from backends.tilus._host import TilusKernel
 from backends.tilus._schedule import GroupedOrder
-from harness.protocol import Problem
+from harness.protocol import Problem, cdiv
 
 # -- constants --------------------------------------------------------------------------------
 BLOCK_M = 128  # rows per CTA
