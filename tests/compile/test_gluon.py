@@ -13,6 +13,8 @@ import pytest
 
 pytest.importorskip("triton.experimental.gluon", reason="Gluon (triton==3.9.0) not installed")
 
+from compile_checks import assert_identity_and_supports, assert_listing_imports_no_dsl
+
 from backends.gluon import kernels
 from harness.protocol import Problem, Rung
 
@@ -86,24 +88,7 @@ def artifacts():
 
 
 def test_listing_imports_no_dsl():
-    import os
-    import subprocess
-    import sys
-    from pathlib import Path
-
-    root = Path(__file__).resolve().parents[2]
-    path = os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")])
-    env = {**os.environ, "PYTHONPATH": path}
-    code = (
-        "import sys, backends.gluon as g; g.kernels(); "
-        "assert 'triton' not in sys.modules and 'torch' not in sys.modules"
-    )
-    subprocess.run([sys.executable, "-c", code], check=True, cwd=root, env=env)
-
-
-def test_hopper_chain_complete():
-    rungs = {s.rung for s in SPECS if s.arch == "sm_90a"}
-    assert rungs == set(Rung) - {Rung.CUBLAS}
+    assert_listing_imports_no_dsl("backends.gluon", ["triton"])
 
 
 @pytest.mark.parametrize("spec", SPECS, ids=[s.id for s in SPECS])
@@ -144,18 +129,4 @@ def test_every_config_compiles(spec):
 
 @pytest.mark.parametrize("spec", SPECS, ids=[s.id for s in SPECS])
 def test_identity(spec):
-    kernel = spec.load()
-    assert (kernel.backend, kernel.name, kernel.arch, kernel.rung, kernel.description) == (
-        "gluon",
-        spec.name,
-        spec.arch,
-        spec.rung,
-        spec.description,
-    )
-    assert kernel.supports(Problem(4096, 4096, 4096)) is None
-    ragged = Problem(1000, 777, 520, "bf16")
-    if spec.rung >= Rung.TMA:
-        assert kernel.supports(ragged) is None
-    else:
-        assert isinstance(kernel.supports(ragged), str)
-    assert isinstance(kernel.supports(Problem(128, 128, 100)), str)  # K % 8 != 0
+    assert_identity_and_supports(spec, "gluon")

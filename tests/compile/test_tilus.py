@@ -19,6 +19,8 @@ pytest.importorskip("tilus", reason="Tilus (tilus==0.2.0) not installed")
 if not (shutil.which("nvcc") or Path("/usr/local/cuda/bin/nvcc").exists()):
     pytest.skip("nvcc (CUDA toolkit) not found", allow_module_level=True)
 
+from compile_checks import assert_identity_and_supports, assert_listing_imports_no_dsl
+
 from backends.tilus import kernels
 from harness.protocol import Problem, Rung
 
@@ -83,22 +85,7 @@ def artifacts():
 
 
 def test_listing_imports_no_dsl():
-    import os
-    import sys
-
-    root = Path(__file__).resolve().parents[2]
-    path = os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")])
-    env = {**os.environ, "PYTHONPATH": path}
-    code = (
-        "import sys, backends.tilus as t; t.kernels(); "
-        "assert 'tilus' not in sys.modules and 'torch' not in sys.modules"
-    )
-    subprocess.run([sys.executable, "-c", code], check=True, cwd=root, env=env)
-
-
-def test_hopper_chain_complete():
-    rungs = {s.rung for s in SPECS if s.arch == "sm_90a"}
-    assert rungs == set(Rung) - {Rung.CUBLAS}
+    assert_listing_imports_no_dsl("backends.tilus", ["tilus"])
 
 
 @pytest.mark.parametrize("spec", SPECS, ids=[s.id for s in SPECS])
@@ -152,21 +139,7 @@ def test_every_config_compiles():
 
 @pytest.mark.parametrize("spec", SPECS, ids=[s.id for s in SPECS])
 def test_identity(spec):
-    kernel = spec.load()
-    assert (kernel.backend, kernel.name, kernel.arch, kernel.rung, kernel.description) == (
-        "tilus",
-        spec.name,
-        spec.arch,
-        spec.rung,
-        spec.description,
-    )
-    assert kernel.supports(Problem(4096, 4096, 4096)) is None
-    ragged = Problem(1000, 777, 520, "bf16")
-    if spec.rung >= Rung.TMA:
-        assert kernel.supports(ragged) is None
-    else:
-        assert isinstance(kernel.supports(ragged), str)
-    assert isinstance(kernel.supports(Problem(128, 128, 100)), str)  # K % 8 != 0
+    assert_identity_and_supports(spec, "tilus")
 
 
 def test_build_cache_is_outside_the_work_tree(monkeypatch, tmp_path):

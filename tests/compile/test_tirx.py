@@ -19,6 +19,8 @@ if shutil.which("nvcc") is None and not any(
 ):
     pytest.skip("nvcc not found", allow_module_level=True)
 
+from compile_checks import assert_identity_and_supports, assert_listing_imports_no_dsl
+
 from backends.tirx import kernels
 from harness.protocol import Problem, Rung
 
@@ -94,29 +96,7 @@ def _artifacts(spec, dtype: str = "fp16"):
 
 
 def test_listing_imports_no_dsl():
-    import os
-    import subprocess
-    import sys
-    from pathlib import Path
-
-    root = Path(__file__).resolve().parents[2]
-    path = os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")])
-    env = {**os.environ, "PYTHONPATH": path}
-    code = (
-        "import sys, backends.tirx as t; t.kernels(); "
-        "assert 'tvm' not in sys.modules and 'torch' not in sys.modules"
-    )
-    subprocess.run([sys.executable, "-c", code], check=True, cwd=root, env=env)
-
-
-def test_hopper_chain_complete():
-    rungs = {s.rung for s in SPECS if s.arch == "sm_90a"}
-    assert rungs == set(Rung) - {Rung.CUBLAS}
-
-
-def test_blackwell_rungs_listed():
-    rungs = {s.rung for s in SPECS if s.arch == "sm_100a"}
-    assert rungs == {Rung.WARP_SPECIALIZED, Rung.CLUSTER2, Rung.MULTI_CONSUMER}
+    assert_listing_imports_no_dsl("backends.tirx", ["tvm"])
 
 
 @pytest.mark.parametrize("spec", SPECS, ids=[s.id for s in SPECS])
@@ -162,21 +142,7 @@ def test_accumulator_fence_in_source():
 
 @pytest.mark.parametrize("spec", SPECS, ids=[s.id for s in SPECS])
 def test_identity(spec):
-    kernel = spec.load()
-    assert (kernel.backend, kernel.name, kernel.arch, kernel.rung, kernel.description) == (
-        "tirx",
-        spec.name,
-        spec.arch,
-        spec.rung,
-        spec.description,
-    )
-    assert kernel.supports(Problem(4096, 4096, 4096)) is None
-    ragged = Problem(1000, 777, 520, "bf16")
-    if spec.rung >= Rung.TMA:
-        assert kernel.supports(ragged) is None
-    else:
-        assert isinstance(kernel.supports(ragged), str)
-    assert isinstance(kernel.supports(Problem(128, 128, 100)), str)  # K % 8 != 0
+    assert_identity_and_supports(spec, "tirx")
 
 
 def test_r7_configs_compile():
