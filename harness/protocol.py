@@ -51,6 +51,7 @@ __all__ = [
     "current_gpu_name",
     "element_size",
     "k_alignment_reason",
+    "rung_specs",
     "spec_of_module",
     "tma_launch",
     "tuned_table_path",
@@ -332,6 +333,30 @@ class SpecKernel:
         if self.space is None:
             return None
         return self.space.valid(problem, self.config_for(problem, config))
+
+
+def rung_specs(
+    backend: str,
+    package: str,
+    table: Iterable[tuple[str, Rung, str, str]],
+    requires: tuple[str, ...],
+    pins: tuple[str, ...],
+) -> list[KernelSpec]:
+    """A built-in backend's specs from its table of ``(folder/module, rung, arch, description)``:
+    kernel ``<backend>/<folder>/<module>``, imported lazily from ``<package>.<folder>.<module>``."""
+    return [
+        KernelSpec(
+            backend=backend,
+            name=name,
+            rung=rung,
+            arch=arch,
+            description=description,
+            module=f"{package}.{name.replace('/', '.')}",
+            requires=requires,
+            pins=pins,
+        )
+        for name, rung, arch, description in table
+    ]
 
 
 def spec_of_module(specs: Iterable[KernelSpec], module: str) -> KernelSpec:

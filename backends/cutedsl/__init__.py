@@ -7,7 +7,7 @@ This list is the one place a kernel's identity is written; a rung module takes i
 
 from __future__ import annotations
 
-from harness.protocol import KernelSpec, Rung, spec_of_module
+from harness.protocol import KernelSpec, Rung, rung_specs, spec_of_module
 
 _REQUIRES = ("cutlass", "cuda.bindings")
 #: The release these kernels are written for (pyproject's `cutedsl` extra pins the same).
@@ -99,19 +99,13 @@ _KERNELS: tuple[tuple[str, str, Rung, str, str], ...] = (
 
 def kernels() -> list[KernelSpec]:
     """Every CuTeDSL kernel, importable lazily."""
-    return [
-        KernelSpec(
-            backend="cutedsl",
-            name=f"{folder}/{module}",
-            rung=rung,
-            arch=arch,
-            description=description,
-            module=f"backends.cutedsl.{folder}.{module}",
-            requires=_REQUIRES,
-            pins=_PINS,
-        )
-        for folder, module, rung, arch, description in _KERNELS
-    ]
+    return rung_specs(
+        "cutedsl",
+        __name__,
+        [(f"{folder}/{module}", *rest) for folder, module, *rest in _KERNELS],
+        requires=_REQUIRES,
+        pins=_PINS,
+    )
 
 
 def spec(module: str) -> KernelSpec:

@@ -8,7 +8,7 @@ kernel's identity is written; a rung module takes its own with ``spec(__name__)`
 
 from __future__ import annotations
 
-from harness.protocol import KernelSpec, Rung, spec_of_module
+from harness.protocol import KernelSpec, Rung, rung_specs, spec_of_module
 
 #: (folder/module, rung, arch, one-line description) of every kernel that exists and compiles.
 _KERNELS: tuple[tuple[str, Rung, str, str], ...] = (
@@ -79,19 +79,7 @@ _KERNELS: tuple[tuple[str, Rung, str, str], ...] = (
 
 def kernels() -> list[KernelSpec]:
     """Every Gluon kernel, importable lazily (``requires=("triton",)``)."""
-    return [
-        KernelSpec(
-            backend="gluon",
-            name=name,
-            rung=rung,
-            arch=arch,
-            description=description,
-            module=f"backends.gluon.{name.replace('/', '.')}",
-            requires=("triton",),
-            pins=("triton==3.9.0",),
-        )
-        for name, rung, arch, description in _KERNELS
-    ]
+    return rung_specs("gluon", __name__, _KERNELS, requires=("triton",), pins=("triton==3.9.0",))
 
 
 def spec(module: str) -> KernelSpec:

@@ -9,7 +9,7 @@ code); the 0.2.0 defects worked around are in ``_workarounds.py``.
 
 from __future__ import annotations
 
-from harness.protocol import KernelSpec, Rung, spec_of_module
+from harness.protocol import KernelSpec, Rung, rung_specs, spec_of_module
 
 #: (folder/module, rung, arch, one-line description) of every kernel that exists and compiles.
 _KERNELS: tuple[tuple[str, Rung, str, str], ...] = (
@@ -81,19 +81,13 @@ _KERNELS: tuple[tuple[str, Rung, str, str], ...] = (
 
 def kernels() -> list[KernelSpec]:
     """Every Tilus kernel, importable lazily (``requires=("tilus",)``)."""
-    return [
-        KernelSpec(
-            backend="tilus",
-            name=name,
-            rung=rung,
-            arch=arch,
-            description=description,
-            module=f"backends.tilus.{name.replace('/', '.')}",
-            requires=("tilus",),
-            pins=("tilus==0.2.0", "apache-tvm-ffi==0.1.12"),
-        )
-        for name, rung, arch, description in _KERNELS
-    ]
+    return rung_specs(
+        "tilus",
+        __name__,
+        _KERNELS,
+        requires=("tilus",),
+        pins=("tilus==0.2.0", "apache-tvm-ffi==0.1.12"),
+    )
 
 
 def spec(module: str) -> KernelSpec:

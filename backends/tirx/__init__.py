@@ -13,7 +13,7 @@ an H200 (see README.md).
 
 from __future__ import annotations
 
-from harness.protocol import KernelSpec, Rung, spec_of_module
+from harness.protocol import KernelSpec, Rung, rung_specs, spec_of_module
 
 #: (folder/module, rung, arch, one-line description) of every kernel that exists and compiles.
 _KERNELS: tuple[tuple[str, Rung, str, str], ...] = (
@@ -88,19 +88,7 @@ PINS = ("apache-tvm==0.27.0.post1", "apache-tvm-ffi==0.1.15.post2")
 
 def kernels() -> list[KernelSpec]:
     """Every TIRx kernel, importable lazily (``requires=("tvm",)``)."""
-    return [
-        KernelSpec(
-            backend="tirx",
-            name=name,
-            rung=rung,
-            arch=arch,
-            description=description,
-            module=f"backends.tirx.{name.replace('/', '.')}",
-            requires=("tvm",),
-            pins=PINS,
-        )
-        for name, rung, arch, description in _KERNELS
-    ]
+    return rung_specs("tirx", __name__, _KERNELS, requires=("tvm",), pins=PINS)
 
 
 def spec(module: str) -> KernelSpec:
