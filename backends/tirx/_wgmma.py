@@ -36,3 +36,49 @@ def mma_op(n: int, dtype: str) -> str:
     """``wgmma.mma_async`` for an m64 x n x k16 step with fp32 accumulators."""
     ab = _PTX_TYPE[dtype]
     return f"wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{ab}.{ab}"
+
+
+def k_tile_step(mma: str, halves: int, regs: int, block_k: int, a_stage: int, b_stage: int):
+    """The consumer's step for one k-tile, the mechanism rung 3 introduced and every later rung
+    repeats: fence the accumulators, issue ``block_k / 16`` MMAs per 64-row half from stage
+    ``s`` (A rows from ``a_row``), commit, keep one batch in flight (``wait_group 1``), fence
+    again. ``regs`` accumulator registers per half (N / 2 of m64nNk16); the first k-tile of an
+    output tile (``kt == 0``) overwrites the accumulators instead of adding to them.
+
+    The two accumulator fences are ``_workarounds.ACC_FENCE`` (the replacement for
+    ``noop_barrier``): after ``wgmma.fence`` so the MMAs read the registers' current values, and
+    after the wait so no read of a retired accumulator moves above it.
+    """
+    from tvm.script import tirx as T
+
+    from backends.tirx._workarounds import ACC_FENCE, ACC_FENCE_SOURCE
+
+    @T.macro
+    def step(acc, A_smem, B_smem, desc_a, desc_b, s, a_row, kt):
+        T.ptx.wgmma.fence.sync.aligned()
+        for i in T.unroll(halves * regs):
+            T.cuda.func_call(ACC_FENCE, acc[i], source_code=ACC_FENCE_SOURCE)
+        for h in T.unroll(halves):
+            for kk in T.unroll(block_k // 16):
+                T.cuda.wgmma.encode_matrix_descriptor(
+                    T.address_of(desc_a),
+                    A_smem.ptr_to([s * a_stage + (a_row + h * 64) * block_k + kk * 16]),
+                    1,
+                    SBO_128B,
+                    SWIZZLE_128B,
+                )
+                T.cuda.wgmma.encode_matrix_descriptor(
+                    T.address_of(desc_b),
+                    B_smem.ptr_to([s * b_stage + kk * 16]),
+                    1,
+                    SBO_128B,
+                    SWIZZLE_128B,
+                )
+                T.ptx[mma](*[acc[h * regs + i] for i in range(regs)], desc_a, desc_b,
+                           T.Or(kt > 0, kk > 0), 1, 1, 0, 0)  # fmt: skip
+        T.ptx.wgmma.commit_group.sync.aligned()
+        T.ptx.wgmma.wait_group.sync.aligned(1)
+        for i in T.unroll(halves * regs):
+            T.cuda.func_call(ACC_FENCE, acc[i], source_code=ACC_FENCE_SOURCE)
+
+    return step

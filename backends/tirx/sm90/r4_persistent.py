@@ -30,7 +30,7 @@ from backends.tirx._host import TirxKernel
 from backends.tirx._schedule import grouped_tile
 from backends.tirx._tma import COMMIT, LOAD, STORE, SWIZZLE_COLS, WAIT_READ
 from backends.tirx._tma import SWIZZLE_128B as TMA_SW128
-from backends.tirx._wgmma import SBO_128B, SWIZZLE_128B, mma_op
+from backends.tirx._wgmma import k_tile_step, mma_op
 from backends.tirx._workarounds import ACC_FENCE, ACC_FENCE_SOURCE
 
 # -- constants --------------------------------------------------------------------------------
@@ -48,7 +48,9 @@ SMEM_BYTES = 1024 + NUM_STAGES * TX_BYTES + BLOCK_M * BLOCK_N * 2
 
 
 def build(dtype: str, config: object = None):
-    mma = mma_op(BLOCK_N, dtype)
+    mma_k_tile = k_tile_step(
+        mma_op(BLOCK_N, dtype), BLOCK_M // 64, ACC // (BLOCK_M // 64), BLOCK_K, A_STAGE, B_STAGE
+    )
 
     @T.prim_func
     def main(a: T.handle, b: T.handle, d: T.handle, num_ctas: T.int32):
@@ -123,31 +125,7 @@ def build(dtype: str, config: object = None):
             ab_full.wait(s, (g // NUM_STAGES) % 2)
 
             # -- MMA: async wgmma batch, keep one batch in flight -----------------------------
-            T.ptx.wgmma.fence.sync.aligned()
-            for i in T.unroll(ACC):
-                T.cuda.func_call(ACC_FENCE, acc[i], source_code=ACC_FENCE_SOURCE)
-            for h in T.unroll(BLOCK_M // 64):
-                for kk in T.unroll(BLOCK_K // 16):
-                    T.cuda.wgmma.encode_matrix_descriptor(
-                        T.address_of(desc_a),
-                        A_smem.ptr_to([s * A_STAGE + h * 64 * BLOCK_K + kk * 16]),
-                        1,
-                        SBO_128B,
-                        SWIZZLE_128B,
-                    )
-                    T.cuda.wgmma.encode_matrix_descriptor(
-                        T.address_of(desc_b),
-                        B_smem.ptr_to([s * B_STAGE + kk * 16]),
-                        1,
-                        SBO_128B,
-                        SWIZZLE_128B,
-                    )
-                    T.ptx[mma](*[acc[h * 64 + i] for i in range(64)], desc_a, desc_b,
-                               T.Or(kt > 0, kk > 0), 1, 1, 0, 0)  # fmt: skip
-            T.ptx.wgmma.commit_group.sync.aligned()
-            T.ptx.wgmma.wait_group.sync.aligned(1)
-            for i in T.unroll(ACC):
-                T.cuda.func_call(ACC_FENCE, acc[i], source_code=ACC_FENCE_SOURCE)
+            mma_k_tile(acc, A_smem, B_smem, desc_a, desc_b, s, 0, kt)
 
             # -- release item g-1's stage, refill it with item g-1+S --------------------------
             if g > 0:

@@ -37,7 +37,7 @@ from backends.tirx._host import TirxKernel
 from backends.tirx._schedule import grouped_tile
 from backends.tirx._tma import COMMIT, LOAD, LOAD_MULTICAST, STORE, SWIZZLE_COLS, WAIT_READ
 from backends.tirx._tma import SWIZZLE_128B as TMA_SW128
-from backends.tirx._wgmma import SBO_128B, SWIZZLE_128B, mma_op
+from backends.tirx._wgmma import k_tile_step, mma_op
 from backends.tirx._workarounds import ACC_FENCE, ACC_FENCE_SOURCE
 from harness.protocol import ConfigSpace, KernelConfig, Problem
 
@@ -79,7 +79,7 @@ def _heuristic(problem: Problem) -> R7Config:
 
 
 def build(dtype: str, config: R7Config | None = None):
-    mma = mma_op(BLOCK_N, dtype)
+    mma_k_tile = k_tile_step(mma_op(BLOCK_N, dtype), 1, ACC, BLOCK_K, A_STAGE, B_STAGE)
     group = (config or R7Config()).group
 
     @T.prim_func
@@ -172,30 +172,7 @@ def build(dtype: str, config: R7Config | None = None):
                 for kt in range(k_tiles):
                     ab_full.wait(full.stage, full.phase)
                     s = T.meta_var(full.stage)
-                    T.ptx.wgmma.fence.sync.aligned()
-                    for i in T.unroll(ACC):
-                        T.cuda.func_call(ACC_FENCE, acc[i], source_code=ACC_FENCE_SOURCE)
-                    for kk in T.unroll(BLOCK_K // 16):
-                        T.cuda.wgmma.encode_matrix_descriptor(
-                            T.address_of(desc_a),
-                            A_smem.ptr_to([s * A_STAGE + c * 64 * BLOCK_K + kk * 16]),
-                            1,
-                            SBO_128B,
-                            SWIZZLE_128B,
-                        )
-                        T.cuda.wgmma.encode_matrix_descriptor(
-                            T.address_of(desc_b),
-                            B_smem.ptr_to([s * B_STAGE + kk * 16]),
-                            1,
-                            SBO_128B,
-                            SWIZZLE_128B,
-                        )
-                        T.ptx[mma](*[acc[i] for i in range(ACC)], desc_a, desc_b,
-                                   T.Or(kt > 0, kk > 0), 1, 1, 0, 0)  # fmt: skip
-                    T.ptx.wgmma.commit_group.sync.aligned()
-                    T.ptx.wgmma.wait_group.sync.aligned(1)
-                    for i in T.unroll(ACC):
-                        T.cuda.func_call(ACC_FENCE, acc[i], source_code=ACC_FENCE_SOURCE)
+                    mma_k_tile(acc, A_smem, B_smem, desc_a, desc_b, s, c * 64, kt)
                     full.advance()
                     # the previous item's MMAs retired: hand its stage back to the producer
                     if lt > 0 or kt > 0:
