@@ -82,3 +82,26 @@ def k_tile_step(mma: str, halves: int, regs: int, block_k: int, a_stage: int, b_
             T.cuda.func_call(ACC_FENCE, acc[i], source_code=ACC_FENCE_SOURCE)
 
     return step
+
+
+def fragment_store(halves: int, block_n: int, panel_rows: int, dtype: str):
+    """The epilogue's register -> shared step every TMA-store rung shares: cast the m64nNk16
+    accumulator fragment (``halves`` 64-row halves, ``block_n`` columns; layout in the module
+    docstring) and write it into 64-column, 128-byte-swizzled panels of ``panel_rows`` rows
+    starting at element ``base`` of ``D_smem`` -- the layout the TMA store's tensor map reads.
+    The XOR of the 16-byte chunk index with ``row % 8`` is the 128-byte swizzle."""
+    from tvm.script import tirx as T
+
+    @T.macro
+    def store(D_smem, acc, base, warp, lane):
+        for h in T.unroll(halves):
+            for j in T.unroll(block_n // 8):
+                for q in T.unroll(4):
+                    row = T.meta_var(h * 64 + warp * 16 + lane // 4 + 8 * (q // 2))
+                    col = T.meta_var((j % 8) * 8 + (lane % 4) * 2 + q % 2)
+                    panel = T.meta_var(j // 8)
+                    D_smem[base + panel * panel_rows * 64 + row * 64
+                           + T.bitwise_xor(col // 8, row % 8) * 8 + col % 8] = T.Cast(
+                        dtype, acc[h * (block_n // 2) + j * 4 + q])  # fmt: skip
+
+    return store

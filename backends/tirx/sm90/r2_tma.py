@@ -31,7 +31,7 @@ from backends.tirx import spec
 from backends.tirx._host import TirxKernel
 from backends.tirx._tma import COMMIT, LOAD, STORE, SWIZZLE_COLS, WAIT_READ
 from backends.tirx._tma import SWIZZLE_128B as TMA_SW128
-from backends.tirx._wgmma import SBO_128B, SWIZZLE_128B, mma_op
+from backends.tirx._wgmma import SBO_128B, SWIZZLE_128B, fragment_store, mma_op
 from backends.tirx._workarounds import ACC_FENCE, ACC_FENCE_SOURCE
 
 # -- constants --------------------------------------------------------------------------------
@@ -46,6 +46,7 @@ SMEM_BYTES = 1024 + TX_BYTES + BLOCK_M * BLOCK_N * 2
 
 
 def build(dtype: str, config: object = None):
+    store_fragment = fragment_store(BLOCK_M // 64, BLOCK_N, BLOCK_M, dtype)
     mma = mma_op(BLOCK_N, dtype)
 
     @T.prim_func
@@ -130,15 +131,7 @@ def build(dtype: str, config: object = None):
         # -- epilogue: registers -> swizzled shared panels -> TMA store ------------------------
         warp = T.meta_var(tx // 32)
         lane = T.meta_var(tx % 32)
-        for h in T.unroll(BLOCK_M // 64):
-            for j in T.unroll(BLOCK_N // 8):
-                for q in T.unroll(4):
-                    row = T.meta_var(h * 64 + warp * 16 + lane // 4 + 8 * (q // 2))
-                    col = T.meta_var((j % 8) * 8 + (lane % 4) * 2 + q % 2)
-                    panel = T.meta_var(j // 8)
-                    D_smem[panel * BLOCK_M * 64 + row * 64
-                           + T.bitwise_xor(col // 8, row % 8) * 8 + col % 8] = T.Cast(
-                        dtype, acc[h * 64 + j * 4 + q])  # fmt: skip
+        store_fragment(D_smem, acc, 0, warp, lane)
         T.ptx.fence.proxy.async_.shared__cta()  # thread writes -> async-proxy (TMA) reads
         T.cuda.cta_sync()
         if tx == 0:

@@ -39,7 +39,7 @@ from backends.tirx._host import TirxKernel
 from backends.tirx._schedule import grouped_tile
 from backends.tirx._tma import COMMIT, LOAD, LOAD_MULTICAST, STORE, SWIZZLE_COLS, WAIT_READ
 from backends.tirx._tma import SWIZZLE_128B as TMA_SW128
-from backends.tirx._wgmma import k_tile_step, mma_op
+from backends.tirx._wgmma import fragment_store, k_tile_step, mma_op
 from backends.tirx._workarounds import ACC_FENCE, ACC_FENCE_SOURCE
 
 # -- constants --------------------------------------------------------------------------------
@@ -64,6 +64,7 @@ SMEM_BYTES = 1024 + NUM_STAGES * TX_BYTES + BLOCK_M * BLOCK_N * 2
 
 
 def build(dtype: str, config: object = None):
+    store_fragment = fragment_store(BLOCK_M // 64, BLOCK_N, BLOCK_M, dtype)
     mma_k_tile = k_tile_step(
         mma_op(BLOCK_N, dtype), BLOCK_M // 64, ACC // (BLOCK_M // 64), BLOCK_K, A_STAGE, B_STAGE
     )
@@ -173,15 +174,7 @@ def build(dtype: str, config: object = None):
                 if ctx == 0:
                     T.ptx[WAIT_READ](0)  # the previous tile's store has read D_smem
                 T.cuda.warpgroup_sync(EPILOGUE_BAR)
-                for h in T.unroll(BLOCK_M // 64):
-                    for j in T.unroll(BLOCK_N // 8):
-                        for q in T.unroll(4):
-                            row = T.meta_var(h * 64 + warp * 16 + lane // 4 + 8 * (q // 2))
-                            col = T.meta_var((j % 8) * 8 + (lane % 4) * 2 + q % 2)
-                            panel = T.meta_var(j // 8)
-                            D_smem[panel * BLOCK_M * 64 + row * 64
-                                   + T.bitwise_xor(col // 8, row % 8) * 8 + col % 8] = T.Cast(
-                                dtype, acc[h * 64 + j * 4 + q])  # fmt: skip
+                store_fragment(D_smem, acc, 0, warp, lane)
                 T.ptx.fence.proxy.async_.shared__cta()
                 T.cuda.warpgroup_sync(EPILOGUE_BAR)
                 if ctx == 0:

@@ -37,7 +37,7 @@ from backends.tirx._host import TirxKernel
 from backends.tirx._schedule import grouped_tile
 from backends.tirx._tma import COMMIT, LOAD, LOAD_MULTICAST, STORE, SWIZZLE_COLS, WAIT_READ
 from backends.tirx._tma import SWIZZLE_128B as TMA_SW128
-from backends.tirx._wgmma import k_tile_step, mma_op
+from backends.tirx._wgmma import fragment_store, k_tile_step, mma_op
 from backends.tirx._workarounds import ACC_FENCE, ACC_FENCE_SOURCE
 from harness.protocol import ConfigSpace, KernelConfig, Problem
 
@@ -79,6 +79,7 @@ def _heuristic(problem: Problem) -> R7Config:
 
 
 def build(dtype: str, config: R7Config | None = None):
+    store_fragment = fragment_store(1, BLOCK_N, 64, dtype)
     mma_k_tile = k_tile_step(mma_op(BLOCK_N, dtype), 1, ACC, BLOCK_K, A_STAGE, B_STAGE)
     group = (config or R7Config()).group
 
@@ -188,14 +189,7 @@ def build(dtype: str, config: R7Config | None = None):
                 if ctx == 0:
                     T.ptx[WAIT_READ](0)  # the previous tile's store has read D_smem
                 T.cuda.warpgroup_sync(EPILOGUE_BAR + c)
-                for j in T.unroll(BLOCK_N // 8):
-                    for q in T.unroll(4):
-                        row = T.meta_var(warp * 16 + lane // 4 + 8 * (q // 2))
-                        col = T.meta_var((j % 8) * 8 + (lane % 4) * 2 + q % 2)
-                        panel = T.meta_var(j // 8)
-                        D_smem[c * 64 * BLOCK_N + panel * 64 * 64 + row * 64
-                               + T.bitwise_xor(col // 8, row % 8) * 8 + col % 8] = T.Cast(
-                            dtype, acc[j * 4 + q])  # fmt: skip
+                store_fragment(D_smem, acc, c * 64 * BLOCK_N, warp, lane)
                 T.ptx.fence.proxy.async_.shared__cta()
                 T.cuda.warpgroup_sync(EPILOGUE_BAR + c)
                 if ctx == 0:
