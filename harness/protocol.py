@@ -290,9 +290,10 @@ class SpecKernel:
     (written once, in the backend's list) and its config space, if any, from ``self.space``.
 
     Subclasses set ``spec`` (``space`` for a rung with knobs, ``rung_supports`` for a rung with
-    limits of its own) and implement ``compile`` and ``codegen``; ``supports`` is the TMA
-    kernels' rule (K keeps the rows of A and B 16-byte aligned) plus those two;
-    ``config_for(problem, config)`` resolves an omitted config to the kernel's own choice.
+    limits of its own) and implement ``_launcher`` (``compile`` checks and caches it) and
+    ``codegen``; ``supports`` is the TMA kernels' rule (K keeps the rows of A and B 16-byte
+    aligned) plus those two; ``config_for(problem, config)`` resolves an omitted config to the
+    kernel's own choice.
     """
 
     spec: KernelSpec
@@ -319,6 +320,24 @@ class SpecKernel:
 
     def config_for(self, problem: Problem, config: KernelConfig | None) -> KernelConfig | None:
         return config if config is not None else self.select(problem)
+
+    def compile(self, problem: Problem, config: KernelConfig | None = None) -> LaunchFn:
+        """The launch function for ``problem`` with ``config`` (None: the kernel's own choice),
+        built once by the subclass's ``_launcher(problem, config)``; a problem ``supports``
+        refuses raises ValueError with the reason."""
+        config = self.config_for(problem, config)
+        # One cache per kernel object, made on first use (subclasses need not call a base init).
+        launchers = self.__dict__.setdefault("_launchers", {})
+        if (problem, config) not in launchers:
+            reason = self.supports(problem, config)
+            if reason:
+                raise ValueError(f"{self.spec.id} cannot run {problem.key}: {reason}")
+            launchers[(problem, config)] = self._launcher(problem, config)
+        return launchers[(problem, config)]
+
+    def _launcher(self, problem: Problem, config: KernelConfig | None) -> LaunchFn:
+        """Build the launch function (JIT, descriptors, a first launch); see ``compile``."""
+        raise NotImplementedError(f"{type(self).__name__} builds no launch function")
 
     def supports(self, problem: Problem, config: KernelConfig | None = None) -> str | None:
         """Why this kernel cannot run ``problem`` (with ``config``; None: its own choice)."""

@@ -72,11 +72,7 @@ class CuteDslKernel(SpecKernel):
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     # -- protocol -------------------------------------------------------------------------------
-    def compile(self, problem: Problem, config: KernelConfig | None = None) -> LaunchFn:
-        config = self.config_for(problem, config)
-        reason = self.supports(problem, config)
-        if reason is not None:
-            raise ValueError(f"{self.spec.id}: unsupported problem {problem.key}: {reason}")
+    def _launcher(self, problem: Problem, config: KernelConfig | None) -> LaunchFn:
         import cuda.bindings.driver as cuda
         import cutlass
         import cutlass.cute as cute

@@ -135,7 +135,6 @@ class GluonKernel(SpecKernel):
         self.space = space
         self._raw_ptx = tuple(raw_ptx)
         self._notes = tuple(notes)
-        self._launchers: dict[tuple[Problem, KernelConfig | None], LaunchFn] = {}
 
     def _make_plan(self, problem: Problem, num_sms: int, config: KernelConfig | None) -> Plan:
         if self.space is None:
@@ -143,17 +142,10 @@ class GluonKernel(SpecKernel):
         return self._plan(problem, num_sms, config)  # type: ignore[call-arg]
 
     # -- protocol ------------------------------------------------------------------------------
-    def compile(self, problem: Problem, config: KernelConfig | None = None) -> LaunchFn:
-        config = self.config_for(problem, config)
-        cached = self._launchers.get((problem, config))
-        if cached is not None:
-            return cached
+    def _launcher(self, problem: Problem, config: KernelConfig | None) -> LaunchFn:
         import torch
         from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
-        reason = self.supports(problem, config)
-        if reason:
-            raise ValueError(f"{self.spec.id} cannot run {problem.key}: {reason}")
         props = torch.cuda.get_device_properties(torch.cuda.current_device())
         num_sms = props.multi_processor_count
         plan = self._make_plan(problem, num_sms, config)
@@ -182,7 +174,6 @@ class GluonKernel(SpecKernel):
 
         # Padded D for ragged N, and a first launch on zeros so that timing never sees the JIT.
         launch = tma_launch(problem, run, dev, pad_d=c_by_tma)
-        self._launchers[(problem, config)] = launch
         return launch
 
     def codegen(self, problem: Problem, arch: str, config: KernelConfig | None = None) -> Artifacts:

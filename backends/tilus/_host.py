@@ -107,7 +107,6 @@ class TilusKernel(SpecKernel):
         self.space = space
         self._raw_ptx = tuple(raw_ptx)
         self._notes = tuple(notes)
-        self._launchers: dict[tuple[Problem, KernelConfig | None], LaunchFn] = {}
 
     def _kwargs(self, problem: Problem, num_sms: int, config: KernelConfig | None) -> dict:
         kwargs = (
@@ -118,16 +117,9 @@ class TilusKernel(SpecKernel):
         return {"dtype": element_type(problem.dtype), **kwargs}
 
     # -- protocol ------------------------------------------------------------------------------
-    def compile(self, problem: Problem, config: KernelConfig | None = None) -> LaunchFn:
-        config = self.config_for(problem, config)
-        cached = self._launchers.get((problem, config))
-        if cached is not None:
-            return cached
+    def _launcher(self, problem: Problem, config: KernelConfig | None) -> LaunchFn:
         import torch
 
-        reason = self.supports(problem, config)
-        if reason:
-            raise ValueError(f"{self.spec.id} cannot run {problem.key}: {reason}")
         _setup(self.spec.arch)
         props = torch.cuda.get_device_properties(torch.cuda.current_device())
         script = self._script(**self._kwargs(problem, props.multi_processor_count, config))
@@ -140,7 +132,6 @@ class TilusKernel(SpecKernel):
 
         # Padded D for ragged N, and a first call on zeros: Tilus builds with nvcc there.
         launch = tma_launch(problem, run, torch.device("cuda", torch.cuda.current_device()))
-        self._launchers[(problem, config)] = launch
         return launch
 
     def codegen(self, problem: Problem, arch: str, config: KernelConfig | None = None) -> Artifacts:

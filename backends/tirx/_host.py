@@ -141,7 +141,6 @@ class TirxKernel(SpecKernel):
         self._raw_ptx = tuple(raw_ptx)
         self._notes = tuple(notes)
         self._modules: dict[tuple[str, KernelConfig | None], Any] = {}
-        self._launchers: dict[tuple[Problem, KernelConfig | None], LaunchFn] = {}
 
     # -- protocol ------------------------------------------------------------------------------
     def _module(self, dtype: str, config: KernelConfig | None) -> Any:
@@ -156,17 +155,10 @@ class TirxKernel(SpecKernel):
             self._modules[key] = ex.mod["main"]
         return self._modules[key]
 
-    def compile(self, problem: Problem, config: KernelConfig | None = None) -> LaunchFn:
-        config = self.config_for(problem, config)
-        cached = self._launchers.get((problem, config))
-        if cached is not None:
-            return cached
+    def _launcher(self, problem: Problem, config: KernelConfig | None) -> LaunchFn:
         import torch
         import tvm_ffi
 
-        reason = self.supports(problem, config)
-        if reason:
-            raise ValueError(f"{self.spec.id} cannot run {problem.key}: {reason}")
         kernel = self._module(problem.dtype, config)
         dev = torch.device("cuda", torch.cuda.current_device())
         props = torch.cuda.get_device_properties(dev)
@@ -180,7 +172,6 @@ class TirxKernel(SpecKernel):
         # Padded D for ragged N (rung 1 stores D without TMA), and a first launch on zeros:
         # NVRTC JIT and module load happen there, not in timing.
         launch = tma_launch(problem, run, dev, pad_d=self.spec.rung >= 2)
-        self._launchers[(problem, config)] = launch
         return launch
 
     def codegen(self, problem: Problem, arch: str, config: KernelConfig | None = None) -> Artifacts:

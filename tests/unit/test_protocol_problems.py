@@ -128,3 +128,28 @@ def test_tma_launch_pads_d_only_for_unaligned_rows_and_warms_up() -> None:
     assert tma_launch(Problem(5, 16, 8), run, "cpu") and seen[-1] == (5, 16)  # aligned: no pad
     tma_launch(ragged, run, "cpu", pad_d=False)
     assert seen[-1] == (5, 13)
+
+
+def test_spec_kernel_compile_checks_then_builds_once() -> None:
+    from harness.protocol import SpecKernel
+
+    spec = KernelSpec("toy", "sm90/r7_x", Rung.MULTI_CONSUMER, "sm_90a", "toy", "toy.mod")
+    built: list[Problem] = []
+
+    class Toy(SpecKernel):
+        def __init__(self) -> None:
+            self.spec = spec
+
+        def _launcher(self, problem, config):
+            built.append(problem)
+            return lambda a, b, out: None
+
+        def codegen(self, problem, arch, config=None):
+            raise NotImplementedError
+
+    toy = Toy()
+    ok = Problem(64, 64, 64)
+    assert toy.compile(ok) is toy.compile(ok) and built == [ok]  # built once, then cached
+    with pytest.raises(ValueError, match=r"toy/sm90/r7_x cannot run 64x64x12-fp16: K = 12"):
+        toy.compile(Problem(64, 64, 12))
+    assert built == [ok]  # a refused problem builds nothing
