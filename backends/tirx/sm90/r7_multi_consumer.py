@@ -175,8 +175,8 @@ def build(dtype: str, config: R7Config | None = None):
                     s = T.meta_var(full.stage)
                     mma_k_tile(acc, A_smem, B_smem, desc_a, desc_b, s, c * 64, kt)
                     full.advance()
-                    # the previous item's MMAs retired: hand its stage back to the producer
-                    if lt > 0 or kt > 0:
+                    # the previous k-tile's MMAs retired: hand its stage back to the producer
+                    if kt > 0:
                         if lane == 0:
                             for peer in T.unroll(CLUSTER_M):
                                 ab_empty.arrive(release.stage, remote=peer)
@@ -184,6 +184,12 @@ def build(dtype: str, config: R7Config | None = None):
 
                 # -- epilogue: registers -> swizzled shared panels -> TMA store ---------------
                 T.ptx.wgmma.wait_group.sync.aligned(0)
+                # The last k-tile's MMAs retired too: free its stage now, so the producer has
+                # every stage to prefetch the next tile into while this epilogue runs.
+                if lane == 0:
+                    for peer in T.unroll(CLUSTER_M):
+                        ab_empty.arrive(release.stage, remote=peer)
+                release.advance()
                 for i in T.unroll(ACC):
                     T.cuda.func_call(ACC_FENCE, acc[i], source_code=ACC_FENCE_SOURCE)
                 if ctx == 0:
