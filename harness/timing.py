@@ -6,9 +6,10 @@ The measurement follows CUTLASS's GEMM guidelines and ``triton.testing.do_bench`
   (queried from the device), so no launch finds its operands already cached;
 * a warm-up of at least ``warmup_s`` seconds of back-to-back launches lets clocks settle;
 * every launch is bracketed by CUDA events recorded on the launching stream (one event ends a
-  sample and starts the next), so a sample is GPU time of exactly one launch; each batch starts
-  behind a short GPU-side sleep long enough for the host to enqueue it, so kernels shorter than
-  a host launch are timed back to back rather than at the host's pace;
+  sample and starts the next), so a sample is GPU time of exactly one launch; a kernel shorter
+  than its host launch has each batch start behind GPU work long enough for the host to enqueue
+  the batch (``_Hold``: GEMMs, not a sleep, so the clock stays where the load puts it), so it is
+  timed back to back rather than at the host's pace;
 * at least ``min_samples`` samples and at least ``min_time_s`` of measured time are taken.
 """
 
@@ -119,23 +120,61 @@ class _Clock:
         return [(marks[i + 1] - marks[i]) * 1e3 for i in range(len(marks) - 1)]
 
 
+class _Hold:
+    """GPU work that occupies the stream while the host enqueues a batch, at full load.
+
+    A batch of a kernel shorter than its host launch must be enqueued before it starts (nvbench's
+    "blocking kernel"), so the stream first gets work lasting long enough. That work is a chain
+    of fp16 GEMMs on scratch operands (cuBLAS, before the first timing event), not a sleep: a
+    power-limited GPU boosts its clock while a one-thread sleep idles it, and the launches right
+    after the sleep then run faster than in steady state. Seen on an H200 at 700 W: a 0.19 ms
+    kernel behind a sleep averaged 1670 MHz (cuBLAS, back to back, 1480 MHz) and timed at 113 %
+    of cuBLAS while doing the same work per clock.
+    """
+
+    SIZE = 8192  # one GEMM lasts 1-3 ms on an H100/H200: a 250 ms hold is ~150 launches
+
+    def __init__(self, torch: Any) -> None:
+        n = self.SIZE
+        self._x = torch.randn(n, n, device="cuda", dtype=torch.float16)
+        self._y = torch.randn(n, n, device="cuda", dtype=torch.float16)
+        self._z = torch.empty(n, n, device="cuda", dtype=torch.float16)
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        self._gemm()  # the first call may pick and load the cuBLAS kernel
+        start.record()
+        self._gemm()
+        end.record()
+        end.synchronize()
+        self.gemm_ms = max(start.elapsed_time(end), 1e-3)
+
+    def _gemm(self) -> None:
+        import torch
+
+        torch.matmul(self._x, self._y, out=self._z)
+
+    def __call__(self, ms: float) -> None:
+        for _ in range(max(1, math.ceil(ms / self.gemm_ms))):
+            self._gemm()
+
+
 def _run_batch(
     clock: _Clock,
     launch: Callable[..., None],
     sets: Sequence[tuple[Any, Any, Any]],
     n: int,
     start: int,
+    hold: Callable[[float], None] | None = None,
     hold_ms: float = 0.0,
 ) -> tuple[list[float], float]:
     """Time ``n`` launches; returns (per-launch ms, host ms spent enqueueing each launch).
 
-    ``hold_ms`` first parks the stream in a GPU-side sleep so the host can enqueue the whole
-    batch before the first launch starts (nvbench's "blocking kernel"): each sample is then the
-    kernel's own time, not the host's launch latency, even for kernels shorter than a launch.
+    With ``hold``, the stream first gets ``hold_ms`` of GPU work (``_Hold``) so the host can
+    enqueue the whole batch before the first launch starts: each sample is then the kernel's own
+    time, not the host's launch latency, even for kernels shorter than a launch.
     """
     marks = clock.marks(n + 1)
-    if clock.cuda and hold_ms > 0:
-        clock._torch.cuda._sleep(int(hold_ms * _SLEEP_CYCLES_PER_MS))
+    if hold is not None and hold_ms > 0:
+        hold(hold_ms)
     t0 = time.perf_counter()
     clock.mark(marks, 0)
     for i in range(n):
@@ -147,8 +186,6 @@ def _run_batch(
     return clock.elapsed_ms(marks), host_ms
 
 
-#: torch.cuda._sleep spins for a number of SM cycles; at <= 2 GHz this many cycles last >= 1 ms.
-_SLEEP_CYCLES_PER_MS = 2_000_000
 _MAX_HOLD_MS = 250.0
 #: The driver's launch queue holds on the order of a thousand commands (a launch and an event
 #: each take one); a longer batch would block the host mid-batch and fall back to its pace.
@@ -193,16 +230,16 @@ def time_launches(
     want = min(want, max_samples)
     per_batch = max(1, min(_MAX_BATCH, int(_MAX_HOLD_MS / 1.5 / max(host_ms, 1e-3))))
     # Only a kernel shorter than its own launch needs the hold: a GPU-bound kernel keeps the
-    # queue full by itself, and resting the GPU before each batch would let a power-limited
-    # chip boost its clock for the first launches after the rest.
+    # queue full by itself (and a hold is GPU time that is not measured).
     host_bound = host_ms > 0.5 * est
+    hold = _Hold(clock._torch) if host_bound and clock.cuda else None
     min_ms = min_time_s * 1e3
     # Sized from the probe's fastest launch, ``want`` usually covers ``min_time_s``; if the
     # launches ran faster than that estimate, time more until it is met (up to max_samples).
     while len(samples) < max_samples and (len(samples) < want or sum(samples) < min_ms):
         short = math.ceil((min_ms - sum(samples)) / est) if sum(samples) < min_ms else 0
         n = min(max(want - len(samples), short, 1), per_batch, max_samples - len(samples))
-        hold = min(_MAX_HOLD_MS, 1.5 * n * host_ms) if host_bound else 0.0
-        batch, host_ms = _run_batch(clock, launch, sets, n, len(samples), hold_ms=hold)
+        hold_ms = min(_MAX_HOLD_MS, 1.5 * n * host_ms) if host_bound else 0.0
+        batch, host_ms = _run_batch(clock, launch, sets, n, len(samples), hold, hold_ms)
         samples += batch
     return samples

@@ -7,7 +7,15 @@ import pytest
 
 from harness.protocol import Problem
 from harness.telemetry import Telemetry, merge
-from harness.timing import TimerSettings, rotation_sets, summarize, time_launches, warm_up
+from harness.timing import (
+    TimerSettings,
+    _Clock,
+    _run_batch,
+    rotation_sets,
+    summarize,
+    time_launches,
+    warm_up,
+)
 
 
 def test_summary_statistics_on_known_samples() -> None:
@@ -69,6 +77,27 @@ def test_time_launches_meets_min_time_when_launches_speed_up() -> None:
         launch, [(0, None, None)], min_samples=5, min_time_s=0.02, max_samples=1000, device="cpu"
     )
     assert sum(samples) >= 20.0 and len(samples) > 20
+
+
+def test_hold_runs_before_the_batch_and_outside_its_samples() -> None:
+    """A host-bound batch starts behind the hold's GPU work (GEMMs, see ``_Hold``), enqueued
+    before the first timing mark, so no sample contains it."""
+    events: list[str] = []
+
+    def hold(ms: float) -> None:
+        events.append(f"hold {ms}")
+        time.sleep(0.02)
+
+    def launch(a, b, d):
+        events.append("launch")
+        time.sleep(0.0002)
+
+    samples, _ = _run_batch(_Clock("cpu"), launch, [(0, None, None)], 5, 0, hold, 3.0)
+    assert events == ["hold 3.0"] + ["launch"] * 5
+    assert len(samples) == 5 and max(samples) < 20.0
+    events.clear()
+    _run_batch(_Clock("cpu"), launch, [(0, None, None)], 2, 0, hold, 0.0)
+    assert events == ["launch", "launch"]  # no hold asked for: none run
 
 
 def test_telemetry_merge_weights_by_samples() -> None:
