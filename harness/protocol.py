@@ -85,6 +85,7 @@ class Rung(enum.IntEnum):
     WARP_SPECIALIZED = 5
     CLUSTER2 = 6
     MULTI_CONSUMER = 7
+    SHAPE_ADAPTIVE = 8
 
     @property
     def label(self) -> str:

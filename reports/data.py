@@ -15,36 +15,47 @@ that every figure and table agrees:
 * backends and problems come in one fixed order everywhere (:data:`BACKEND_ORDER`,
   :func:`problem_order`), so the panels of every figure line up with the tables.
 
-The views the figures and the markdown share (the speedup chain, the % of cuBLAS grid) live
-here too, so a number in a figure and in a table can only come from one computation.
+The views the figures and the markdown share (the speedup chain, the % of cuBLAS grid, the
+shape sweep) live here too, so a number in a figure and in a table can only come from one
+computation.
 """
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from harness.gemm import DTYPES, Problem
+from harness.problems import SUITES
 from harness.protocol import Rung
 from harness.records import BenchRecord, CodegenRecord, Status
 from harness.results import Document, ResultsError, load_many, result_files
 
 __all__ = [
     "BACKEND_ORDER",
+    "COMMON_TOP_RUNG",
     "FAMILIES",
+    "SWEEP_RUNGS",
     "ChainRow",
     "Dataset",
     "ReportError",
+    "SweepPanel",
+    "SweepRow",
+    "SweepStat",
     "backend_order",
     "build_dataset",
     "chain_problem",
+    "chain_rungs",
     "chain_table",
     "family",
     "load_dataset",
     "pct_table",
     "problem_order",
+    "sweep_order",
+    "sweep_table",
     "tflops_range",
 ]
 
@@ -53,6 +64,12 @@ BACKEND_ORDER = ("cublas", "tirx", "gluon", "cutedsl", "tilus")
 #: Problem families, in panel order: M = N = K; M = N = 8192 with K varying; everything else.
 FAMILIES = ("square", "ksweep", "other")
 KSWEEP_MN = 8192
+#: The rungs every backend implements; a rung above it (8 ``shape_adaptive``) is in a backend's
+#: chain only where the backend has a kernel for it, so that a DSL that stops at rung 7 by
+#: design is not reported as "missing" rung 8.
+COMMON_TOP_RUNG = Rung.MULTI_CONSUMER
+#: The rungs the shape sweep compares: the fixed-config kernel and its per-problem successor.
+SWEEP_RUNGS = (int(Rung.MULTI_CONSUMER), int(Rung.SHAPE_ADAPTIVE))
 
 
 def backend_order(backend: str) -> tuple[int, str]:
@@ -272,9 +289,16 @@ def chain_problem(ds: Dataset, requested: str | None = None) -> Problem | None:
     return problems[-1] if problems else None
 
 
+def chain_rungs(ds: Dataset, backend: str) -> list[Rung]:
+    """The rungs of ``backend``'s chain: 1 up to :data:`COMMON_TOP_RUNG`, then every higher rung
+    the backend has a kernel for (any record, any problem)."""
+    own = {r.rung for r in ds.bench if r.backend == backend}
+    return [r for r in Rung if r != Rung.CUBLAS and (r <= COMMON_TOP_RUNG or r in own)]
+
+
 def chain_table(ds: Dataset, problem: Problem) -> dict[str, list[ChainRow]]:
-    """backend -> one row per rung 1..7: the kernel's own record, step and total speedups (each
-    step is measured against the last timed rung before it)."""
+    """backend -> one row per rung of :func:`chain_rungs`: the kernel's own record, step and
+    total speedups (each step is measured against the last timed rung before it)."""
     table: dict[str, list[ChainRow]] = {}
     for backend in ds.backends():
         # Steps are only comparable within one run: take every rung from the run that timed
@@ -307,7 +331,7 @@ def chain_table(ds: Dataset, problem: Problem) -> dict[str, list[ChainRow]]:
             if rec is not None and rec.rung not in from_run:
                 by_rung.setdefault(rec.rung, []).append(rec)
         rows, prev, first = [], None, None
-        for rung in range(1, 8):
+        for rung in chain_rungs(ds, backend):
             cands = sorted(by_rung.get(rung, []), key=lambda r: (_shown_first(r), r.kernel))
             r = cands[0] if cands else None
             t = r.timing if r is not None and r.timed else None
@@ -318,7 +342,7 @@ def chain_table(ds: Dataset, problem: Problem) -> dict[str, list[ChainRow]]:
             if r is not None and status == "ok" and t is None:
                 status = "checked, not timed"
             row = ChainRow(
-                rung=rung,
+                rung=int(rung),
                 name=Rung(rung).label,
                 kernel=r.kernel if r else None,
                 config=r.config if r else None,
@@ -360,6 +384,119 @@ def pct_table(ds: Dataset) -> tuple[list[str], list[Problem], list[list[float | 
         grid.append(row)
     keep = [j for j in range(len(cols)) if any(row[j] is not None for row in grid)]
     return finals, [cols[j] for j in keep], [[row[j] for j in keep] for row in grid]
+
+
+# ---------------------------------------------------------------------------------- shape sweep
+@dataclass(frozen=True)
+class SweepRow:
+    """One shape of a backend's sweep: the record of each sweep rung (None: no record), its %
+    of cuBLAS in its own run (None: not timed) and the cuBLAS record shown beside it."""
+
+    problem: Problem
+    records: Mapping[int, BenchRecord | None]
+    pct: Mapping[int, float | None]
+    cublas: BenchRecord | None
+
+
+@dataclass(frozen=True)
+class SweepStat:
+    """One rung over a backend's sweep: geometric mean and minimum of % of cuBLAS."""
+
+    rung: int
+    name: str
+    kernel: str
+    geomean: float
+    worst: float
+    worst_problem: Problem
+    shapes: int
+
+
+@dataclass(frozen=True)
+class SweepPanel:
+    """A backend's rungs 7 and 8 over the sweep shapes of one dtype that have data.
+
+    ``kernels`` maps each sweep rung the backend has timed there to the kernel shown (of a
+    rung's kernels, one per arch, the one timed at the most sweep shapes); ``stats`` has a
+    :class:`SweepStat` per rung with at least one timed shape.
+    """
+
+    backend: str
+    dtype: str
+    kernels: Mapping[int, str]
+    rows: tuple[SweepRow, ...]
+    stats: Mapping[int, SweepStat]
+
+
+def sweep_order(p: Problem) -> tuple[int, int, int]:
+    """Sort key of the sweep's x axis: M (decode to prefill), then N, then K."""
+    return (p.m, p.n, p.k)
+
+
+def sweep_table(ds: Dataset) -> list[SweepPanel]:
+    """One panel per (dtype, backend) with a timed rung-7 or rung-8 record on a shape of the
+    ``sweep`` suite, dtypes in :data:`DTYPES` order, backends in :data:`BACKEND_ORDER`.
+
+    A dtype's shapes are those where any shown kernel has a record that is timed, failed or
+    unsupported (a check-only record adds no shape), in :func:`sweep_order`, the same for every
+    backend so that the panels line up. Each record is :meth:`Dataset.pick`'s, its % of cuBLAS
+    :meth:`Dataset.pct_of_cublas`'s (cuBLAS of the record's own run)."""
+    shapes = frozenset(SUITES["sweep"][1])
+    recs = [
+        r
+        for r in ds.bench
+        if r.rung in SWEEP_RUNGS and (r.problem.m, r.problem.n, r.problem.k) in shapes
+    ]
+    dtypes = sorted(
+        {r.problem.dtype for r in recs},
+        key=lambda d: (DTYPES.index(d) if d in DTYPES else len(DTYPES), d),
+    )
+    panels: list[SweepPanel] = []
+    for dtype in dtypes:
+        mine = [r for r in recs if r.problem.dtype == dtype]
+        # backend -> rung -> kernel: the kernel timed at the most shapes (ties: kernel id)
+        count: dict[tuple[str, int, str], set[Problem]] = {}
+        for r in mine:
+            if r.timed:
+                count.setdefault((r.backend, r.rung, r.kernel), set()).add(r.problem)
+        chosen: dict[str, dict[int, str]] = {}
+        for backend, rung, kernel in sorted(count, key=lambda c: (-len(count[c]), c[2])):
+            chosen.setdefault(backend, {}).setdefault(rung, kernel)
+        shown = {k for ks in chosen.values() for k in ks.values()}
+        problems = sorted(
+            {r.problem for r in mine if r.kernel in shown and (r.timed or r.status != Status.OK)},
+            key=sweep_order,
+        )
+        for backend in sorted(chosen, key=backend_order):
+            kernels = {rung: chosen[backend][rung] for rung in sorted(chosen[backend])}
+            rows = []
+            for p in problems:
+                picked = {rung: ds.pick(k, p) for rung, k in kernels.items()}
+                pct = {
+                    rung: ds.pct_of_cublas(r) if r is not None else None
+                    for rung, r in picked.items()
+                }
+                # cuBLAS of the run of the highest timed rung: the kernel the sweep is about
+                like = next(
+                    (picked[g] for g in sorted(picked, reverse=True) if pct[g] is not None), None
+                )
+                rows.append(SweepRow(p, picked, pct, ds.cublas(p, like)))
+            stats = {}
+            for rung, kernel in kernels.items():
+                pts = [(row.pct[rung], row.problem) for row in rows if row.pct[rung] is not None]
+                if not pts:
+                    continue
+                worst = min(pts, key=lambda t: t[0])
+                stats[rung] = SweepStat(
+                    rung=rung,
+                    name=Rung(rung).label,
+                    kernel=kernel,
+                    geomean=math.exp(sum(math.log(v) for v, _ in pts) / len(pts)),
+                    worst=worst[0],
+                    worst_problem=worst[1],
+                    shapes=len(pts),
+                )
+            panels.append(SweepPanel(backend, dtype, kernels, tuple(rows), stats))
+    return panels
 
 
 def _replaces(new: BenchRecord, old: BenchRecord | None) -> bool:

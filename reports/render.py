@@ -13,9 +13,14 @@ Figures (each ``figure_*`` function is a pure function of the dataset returning 
   dashed, p20-p80 error bars, the y axis fitted to the data (not from zero);
 * ``chain.png``      the speedup chain: median time per rung (log axis, p20-p80 error bars), one
   panel per backend on shared axes, step and cumulative speedups, cuBLAS dashed, and the config
-  of the rung-7 point when it has one;
+  of the rung-7 and rung-8 points when they have one. Rungs 1-7 are every backend's chain; rung 8
+  (``shape_adaptive``) is drawn for the backends that have it;
 * ``pct_cublas.png`` % of cuBLAS (same run) per final kernel and problem: a diverging map centred
-  at 100 and clipped to 90..110 so that a 2 % difference shows, cells labelled to 0.1.
+  at 100 and clipped to 90..110 so that a 2 % difference shows, cells labelled to 0.1;
+* ``sweep.png``      the shape sweep: rung 7 and rung 8 of each backend as % of cuBLAS (same run)
+  at every shape of the ``sweep`` suite that has data, ordered M, N, K (decode to prefill), one
+  panel per (dtype, backend), lines at 100 % and 90 % (the rung-8 floor); each series' legend
+  gives its geomean and its worst shape.
 
 A time quantile becomes a rate by ``TFLOPS * median / quantile``: the p20 time is the upper end
 of the TFLOPS band and the p80 time the lower. Backends and problems keep the order of
@@ -40,8 +45,10 @@ from harness.results import to_csv
 from reports.data import (
     FAMILIES,
     KSWEEP_MN,
+    SWEEP_RUNGS,
     ChainRow,
     Dataset,
+    SweepPanel,
     backend_order,
     chain_problem,
     chain_table,
@@ -49,6 +56,7 @@ from reports.data import (
     load_dataset,
     pct_table,
     problem_order,
+    sweep_table,
     tflops_range,
 )
 
@@ -60,8 +68,10 @@ __all__ = [
     "figure_cross_dsl",
     "figure_heatmap",
     "figure_ksweep",
+    "figure_sweep",
     "render_markdown",
     "render_report",
+    "sweep_lines",
     "update_readme",
 ]
 
@@ -71,6 +81,7 @@ FIGURES = MappingProxyType(
         "ksweep": "ksweep.png",
         "chain": "chain.png",
         "pct_cublas": "pct_cublas.png",
+        "sweep": "sweep.png",
     }
 )
 _COLORS = MappingProxyType(
@@ -347,6 +358,8 @@ def figure_chain(ds: Dataset, problem: Problem | None) -> Any:
             fig.suptitle("Speedup chain")
             return fig
         table = chain_table(ds, problem)
+        # Shared x axis: every rung any backend's chain has (rung 8 only where some has it).
+        chain = sorted({row.rung for rows in table.values() for row in rows})
         all_ms = [v for rows in table.values() for row in rows for v in (row.p20_ms, row.p80_ms)]
         all_ms = [v for v in all_ms if v]
         for ax, backend in zip(axes[0], backends, strict=True):
@@ -379,8 +392,8 @@ def figure_chain(ds: Dataset, problem: Problem | None) -> Any:
             ax.set_yscale("log")
             ax.yaxis.set_major_formatter(FormatStrFormatter("%g"))
             ax.yaxis.set_minor_formatter(FormatStrFormatter("%g"))
-            ax.set_xticks(range(1, 8), [f"{i} {Rung(i).label}" for i in range(1, 8)], **_SLANT)
-            ax.set_xlim(0.5, 7.5)
+            ax.set_xticks(chain, [f"{r} {Rung(r).label}" for r in chain], **_SLANT)
+            ax.set_xlim(0.5, chain[-1] + 0.5)
             ax.set_title(backend)
         if all_ms:
             axes[0, 0].set_ylim(min(all_ms) / 2.5, max(all_ms) * 4.0)
@@ -415,7 +428,7 @@ def _annotate_rung(ax: Any, row: ChainRow, first: bool) -> None:
         fontsize=6.5,
         **_NOTE,
     )
-    if row.rung == 7 and row.config:
+    if row.rung >= Rung.MULTI_CONSUMER and row.config:
         ax.annotate(
             row.config.replace(",", ",\n"),
             (row.rung, row.p20_ms or row.median_ms),
@@ -467,6 +480,122 @@ def figure_heatmap(ds: Dataset) -> Any:
             im, ax=list(axes), extend="both", label=f"% of cuBLAS (clipped to {lo:g}-{hi:g})"
         )
     return fig
+
+
+# ---------------------------------------------------------------------------------- shape sweep
+#: Marker per sweep rung: rung 7 hollow grey squares (the before), rung 8 filled circles in the
+#: backend's colour (the kernel the sweep is about).
+_SWEEP_MARK = MappingProxyType(
+    {
+        int(Rung.MULTI_CONSUMER): {"marker": "s", "fillstyle": "none", "markersize": 4.5},
+        int(Rung.SHAPE_ADAPTIVE): {"marker": "o", "markersize": 4.0},
+    }
+)
+_SWEEP_GREY = "#7f7f7f"
+#: The dashed line: the lowest % of cuBLAS rung 8 may reach at any shape of the sweep.
+_SWEEP_FLOOR = 90.0
+
+
+def _shape(p: Problem) -> str:
+    return f"{p.m}x{p.n}x{p.k}"
+
+
+def _sweep_label(panel: SweepPanel, rung: int) -> str:
+    st = panel.stats[rung]
+    text = (
+        f"r{rung} {st.name}: geomean {st.geomean:.0f} %, worst {st.worst:.0f} % at "
+        f"{_shape(st.worst_problem)}"
+    )
+    # a geomean over fewer shapes than the panel shows is not comparable with a full one
+    return text + (
+        f" ({st.shapes} of {len(panel.rows)} shapes)" if st.shapes < len(panel.rows) else ""
+    )
+
+
+def figure_sweep(ds: Dataset) -> Any:
+    """Rung 7 and rung 8 as % of cuBLAS over the sweep suite: one panel per (dtype, backend),
+    stacked so that the 43 shapes get the figure's width."""
+    with _style():
+        panels = sweep_table(ds)
+        shapes = max([len(panel.rows) for panel in panels] or [0])
+        # the legend (outside, right) takes about 4 in whatever the number of shapes
+        fig = _figure(max(9.5, 0.24 * shapes + 4.5), 3.2 * max(1, len(panels)) + 0.5)
+        axes = fig.subplots(max(1, len(panels)), 1, squeeze=False)[:, 0]
+        fig.suptitle(
+            "Shape sweep: rung 7 (one config) vs rung 8 (config per shape), % of cuBLAS in the "
+            "same run"
+        )
+        if not panels:
+            _empty(axes[0], "no rung-7 or rung-8 results on the sweep suite yet")
+            return fig
+        for ax, panel in zip(axes, panels, strict=True):
+            _sweep_panel(ax, panel)
+    return fig
+
+
+def _sweep_panel(ax: Any, panel: SweepPanel) -> None:
+    rows = panel.rows
+    rungs = list(panel.kernels)
+    top = [110.0]
+    for j, rung in enumerate(rungs):
+        # side by side within a shape, so that equal values do not hide each other
+        off = (j - (len(rungs) - 1) / 2) * 0.22
+        pts = [(i + off, row.pct[rung]) for i, row in enumerate(rows) if row.pct[rung] is not None]
+        if pts:
+            ax.plot(
+                [x for x, _ in pts],
+                [y for _, y in pts],
+                linestyle="none",
+                color=_color(panel.backend) if rung == Rung.SHAPE_ADAPTIVE else _SWEEP_GREY,
+                label=_sweep_label(panel, rung),
+                **_SWEEP_MARK.get(rung, {"marker": "D", "markersize": 4.0}),
+            )
+            top.append(max(y for _, y in pts))
+        for i, row in enumerate(rows):
+            rec = row.records[rung]
+            if rec is not None and row.pct[rung] is None:
+                status = "not timed" if rec.status.value == "ok" else rec.status.value
+                ax.annotate(
+                    f"r{rung} {status}",
+                    (i + off, 0.02),
+                    xycoords=("data", "axes fraction"),
+                    rotation=90,
+                    ha="center",
+                    va="bottom",
+                    fontsize=5.5,
+                    color=_RED,
+                )
+    ax.axhline(100, color=_COLORS["cublas"], linewidth=0.9, label="cuBLAS (100 %)")
+    ax.axhline(
+        _SWEEP_FLOOR,
+        color=_COLORS["cublas"],
+        linewidth=0.8,
+        linestyle="--",
+        label=f"{_SWEEP_FLOOR:g} %",
+    )
+    # M groups (decode to prefill), separated and named along the top
+    starts = [i for i, row in enumerate(rows) if i == 0 or row.problem.m != rows[i - 1].problem.m]
+    for a, b in zip(starts, [*starts[1:], len(rows)], strict=True):
+        if a:
+            ax.axvline(a - 0.5, color="#bbbbbb", linewidth=0.6)
+        ax.text(
+            (a + b - 1) / 2,
+            0.98,
+            f"M={rows[a].problem.m}",
+            transform=ax.get_xaxis_transform(),
+            ha="center",
+            va="top",
+            fontsize=6,
+            color="#555555",
+        )
+    ax.set_ylim(0, max(top) * 1.12)
+    ax.set_xticks(
+        range(len(rows)), [_shape(row.problem) for row in rows], **{**_SLANT, "fontsize": 6}
+    )
+    ax.set_xlim(-0.6, len(rows) - 0.4)
+    ax.set_ylabel("% of cuBLAS (same run)")
+    ax.set_title(f"{panel.backend}, {panel.dtype}")
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
 
 
 # ------------------------------------------------------------------------------------- markdown
@@ -753,6 +882,76 @@ def codegen_lines(ds: Dataset) -> list[str]:
     )
 
 
+def _sweep_cell(ds: Dataset, rec: BenchRecord | None, pct: float | None) -> str:
+    if rec is None:
+        return "-"
+    if pct is None:
+        return "correct, not timed" if rec.status.value == "ok" else rec.status.value
+    return f"{pct:.1f}" + (" †" if ds.picked_fastest(rec.kernel, rec.problem) else "")
+
+
+def sweep_lines(ds: Dataset) -> list[str]:
+    """Per (dtype, backend): each sweep shape's cuBLAS TFLOPS, rung 7 and rung 8 as % of cuBLAS
+    and the configs they ran, then each rung's geomean and worst shape."""
+    panels = sweep_table(ds)
+    if not panels:
+        return ["No rung-7 or rung-8 results on the `sweep` suite yet."]
+    md: list[str] = []
+    any_fallback = False
+    for panel in panels:
+        rungs = list(panel.kernels)
+        configured = [
+            g for g in rungs if any(r.records[g] and r.records[g].config for r in panel.rows)
+        ]
+        header = ["shape", "cuBLAS TFLOPS"]
+        header += [f"r{g} {Rung(g).label} (% cuBLAS)" for g in rungs]
+        header += [f"r{g} config" for g in configured]
+        rows = []
+        for row in panel.rows:
+            cells = [_shape(row.problem), _fmt(row.cublas.tflops if row.cublas else None)]
+            cells += [_sweep_cell(ds, row.records[g], row.pct[g]) for g in rungs]
+            cells += [_cfg(row.records[g]) for g in configured]
+            any_fallback |= any(c.endswith(" †") for c in cells)
+            rows.append(cells)
+        kernels = ", ".join(f"`{k}`" for k in panel.kernels.values())
+        md += [f"**{panel.backend}** ({panel.dtype}; {kernels}):", ""]
+        md += _md_table(header, rows)
+        md += [""]
+        for g in rungs:
+            st = panel.stats.get(g)
+            if st is None:
+                md.append(f"- r{g} {Rung(g).label}: no shape timed")
+                continue
+            md.append(
+                f"- r{g} {st.name}: geomean {st.geomean:.1f} % of cuBLAS, worst {st.worst:.1f} % "
+                f"at {_shape(st.worst_problem)} ({st.shapes} of {len(panel.rows)} shapes timed)"
+            )
+        r7, r8 = SWEEP_RUNGS
+        both = [r for r in panel.rows if r.pct.get(r7) is not None and r.pct.get(r8) is not None]
+        if both:
+            below = [r for r in both if r.pct[r8] < r.pct[r7]]  # type: ignore[operator]
+            md.append(
+                f"- r{r8} below r{r7} at {len(below)} of the {len(both)} shapes timed with both"
+                + (": " if below else "")
+                + ", ".join(
+                    f"{_shape(r.problem)} ({r.pct[r8]:.1f} vs {r.pct[r7]:.1f})" for r in below
+                )
+            )
+        md += [""]
+    md += [
+        "Each % is the kernel's own config choice against cuBLAS timed in the same run; the "
+        "geomean is the geometric mean of those ratios over the shapes timed. Shapes run from "
+        "decode (M = 1) to prefill (M = 8192), ordered by M, then N, then K."
+    ]
+    if any_fallback:
+        md += [
+            "",
+            "† no record of the kernel's own config choice for this shape (a tune run only): "
+            "the fastest config measured is shown instead.",
+        ]
+    return md
+
+
 def render_markdown(ds: Dataset, chain_key: Problem | None) -> str:
     """The whole report.md: environment, every figure with the numbers behind it, failures."""
     backends = ", ".join(["cublas", *ds.backends()])
@@ -790,6 +989,12 @@ def render_markdown(ds: Dataset, chain_key: Problem | None) -> str:
         "## % of cuBLAS",
         "",
         f"![percent of cuBLAS]({FIGURES['pct_cublas']})",
+        "",
+        "## Shape sweep",
+        "",
+        f"![shape sweep]({FIGURES['sweep']})",
+        "",
+        *sweep_lines(ds),
         "",
         "## Configs (tuning)",
         "",
@@ -931,6 +1136,7 @@ def render_report(
         "ksweep": lambda: figure_ksweep(ds),
         "chain": lambda: figure_chain(ds, key),
         "pct_cublas": lambda: figure_heatmap(ds),
+        "sweep": lambda: figure_sweep(ds),
     }
     written = []
     for name, make in figures.items():

@@ -71,6 +71,14 @@ _KERNELS: tuple[tuple[str, str, Rung, str, str], ...] = (
         "4 stages, TMA-store epilogue",
     ),
     (
+        "sm90",
+        "r8_shape_adaptive",
+        Rung.SHAPE_ADAPTIVE,
+        "sm_90a",
+        "rung 7's kernel configured per problem: tile 64/128 x 32-256, cluster 1 or 2, swap-AB "
+        "for small M, deterministic split-K (fp32 workspace + reduce kernel), persistent or not",
+    ),
+    (
         "sm100",
         "r5_warp_specialized",
         Rung.WARP_SPECIALIZED,

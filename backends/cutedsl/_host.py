@@ -59,7 +59,9 @@ class CuteDslKernel(SpecKernel):
     needs 16-byte aligned output rows); ``rung_supports(problem)`` adds the rung's own limits. A
     rung with tuning knobs passes ``space`` (its menu, heuristic and which config fits which
     problem); the config is then part of the compile cache key, and ``configs``/``select``
-    expose it to the harness.
+    expose it to the harness. A rung that needs scratch memory passes ``workspace(problem,
+    config)``, a count of fp32 elements: its ``__call__`` then takes a fourth pointer (fp32)
+    after ``d_ptr``, to a buffer allocated once per launcher, outside the launch.
     """
 
     spec: KernelSpec
@@ -68,6 +70,7 @@ class CuteDslKernel(SpecKernel):
     rung_supports: Callable[[Problem], str | None] | None = None
     space: ConfigSpace[Any] | None = None
     raw_ptx: tuple[str, ...] = ()
+    workspace: Callable[[Problem, KernelConfig | None], int] | None = None
     _cache: dict[tuple[str, Any, int, Any], Any] = field(default_factory=dict, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -96,6 +99,13 @@ class CuteDslKernel(SpecKernel):
         dtype = _dtype(problem.dtype)
         gmem = cute.AddressSpace.gmem
         m, n, k = cutlass.Int32(problem.m), cutlass.Int32(problem.n), cutlass.Int32(problem.k)
+        scratch: tuple[Any, ...] = ()
+        buf = None
+        if self.workspace is not None:
+            # Allocated here, once: the launch below only passes its address.
+            elems = max(self.workspace(problem, config), 4)
+            buf = torch.empty(elems, dtype=torch.float32, device="cuda")
+            scratch = (make_ptr(cutlass.Float32, buf.data_ptr(), gmem, assumed_align=16),)
 
         def launch(a: Any, b: Any, out: Any) -> None:
             stream = cuda.CUstream(torch.cuda.current_stream().cuda_stream)
@@ -103,12 +113,15 @@ class CuteDslKernel(SpecKernel):
                 make_ptr(dtype, a.data_ptr(), gmem, assumed_align=16),
                 make_ptr(dtype, b.data_ptr(), gmem, assumed_align=16),
                 make_ptr(dtype, out.data_ptr(), gmem, assumed_align=16),
+                *scratch,
                 m,
                 n,
                 k,
                 stream,
             )
 
+        if buf is not None:
+            launch.workspace = buf  # type: ignore[attr-defined]  # lives as long as the launcher
         return launch
 
     def codegen(self, problem: Problem, arch: str, config: KernelConfig | None = None) -> Artifacts:
@@ -147,6 +160,8 @@ class CuteDslKernel(SpecKernel):
         gmem = cute.AddressSpace.gmem
         # Placeholder pointers: the compiled function takes the real addresses at launch.
         ptrs = [make_ptr(dtype, 16 * (i + 1), gmem, assumed_align=16) for i in range(3)]
+        if self.workspace is not None:
+            ptrs.append(make_ptr(cutlass.Float32, 64, gmem, assumed_align=16))
         shape = [cutlass.Int32(128)] * 3
         gemm = self.make_gemm(num_sms, variant, config)
         options = ""

@@ -56,6 +56,13 @@ _KERNELS: tuple[tuple[str, Rung, str, str], ...] = (
         "persistent WS 2-CTA cluster, B multicast, 2 consumer warpgroups, 256x256 cluster tile",
     ),
     (
+        "sm90/r8_shape_adaptive",
+        Rung.SHAPE_ADAPTIVE,
+        "sm_90a",
+        "rung 7's kernel family chosen per problem: 64/128 x 16..256 tiles, cluster 1/2, "
+        "swap-AB for small M, deterministic split-K, persistent only above one wave",
+    ),
+    (
         "sm100/r5_warp_specialized",
         Rung.WARP_SPECIALIZED,
         "sm_100a",

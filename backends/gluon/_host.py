@@ -47,6 +47,8 @@ class Desc:
     block_shape: tuple[int, int]
     #: CTA-layout bases of the *cluster* tile (Gluon's ``cga_layout``); () for one CTA.
     cga_layout: tuple[tuple[int, int], ...] = ()
+    #: Element type when it is not the problem's (rung 8's fp32 split-K workspace "w").
+    dtype: str | None = None
 
 
 @dataclass(frozen=True)
@@ -54,6 +56,7 @@ class Ptr:
     """A raw pointer argument to operand ``tensor``."""
 
     tensor: str
+    dtype: str | None = None  # as in Desc
 
 
 @dataclass(frozen=True)
@@ -75,7 +78,7 @@ PlanFn = Callable[..., Plan]
 def gl_dtype(dtype: str) -> Any:
     from triton.experimental.gluon import language as gl
 
-    return {"fp16": gl.float16, "bf16": gl.bfloat16}[dtype]
+    return {"fp16": gl.float16, "bf16": gl.bfloat16, "fp32": gl.float32}[dtype]
 
 
 def shared_layout(desc: Desc, dtype: str) -> Any:
@@ -84,7 +87,7 @@ def shared_layout(desc: Desc, dtype: str) -> Any:
 
     cga = [list(b) for b in desc.cga_layout] or None
     return gl.NVMMASharedLayout.get_default_for(
-        list(desc.block_shape), gl_dtype(dtype), cga_layout=cga
+        list(desc.block_shape), gl_dtype(desc.dtype or dtype), cga_layout=cga
     )
 
 
@@ -100,7 +103,9 @@ class _FakeDtype:
 
 def _type_string(arg: Desc | Ptr | int, dtype: str) -> str:
     """Triton's signature type for one argument (what the JIT would infer from a real one)."""
-    short = {"fp16": "fp16", "bf16": "bf16"}[dtype]
+    if isinstance(arg, (Desc, Ptr)):
+        dtype = arg.dtype or dtype
+    short = {"fp16": "fp16", "bf16": "bf16", "fp32": "fp32"}[dtype]
     if isinstance(arg, Desc):
         shape = ",".join(map(str, arg.block_shape))
         return f"tensordesc<{short}[{shape}],{shared_layout(arg, dtype)!r}>"
@@ -144,77 +149,101 @@ class GluonKernel(SpecKernel):
     # -- protocol ------------------------------------------------------------------------------
     def _launcher(self, problem: Problem, config: KernelConfig | None) -> LaunchFn:
         import torch
-        from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
         props = torch.cuda.get_device_properties(torch.cuda.current_device())
         num_sms = props.multi_processor_count
         plan = self._make_plan(problem, num_sms, config)
-        layouts = {id(a): shared_layout(a, problem.dtype) for a in plan.args if isinstance(a, Desc)}
-        kernel = self._jit_fn[plan.grid]
-        opts = _options(plan)
-
+        kernel = bind(self._jit_fn, plan, problem.dtype)
         dev = torch.device("cuda", torch.cuda.current_device())
         c_by_tma = any(isinstance(a, Desc) and a.tensor == "c" for a in plan.args)
 
         def run(a: Any, b: Any, d: Any) -> None:
-            tensors = {"a": a, "b": b, "c": d}
-            args: list[Any] = []
-            for arg in plan.args:
-                if isinstance(arg, Desc):
-                    args.append(
-                        TensorDescriptor.from_tensor(
-                            tensors[arg.tensor], list(arg.block_shape), layouts[id(arg)]
-                        )
-                    )
-                elif isinstance(arg, Ptr):
-                    args.append(tensors[arg.tensor])
-                else:
-                    args.append(arg)
-            kernel(*args, **plan.constexprs, **opts)
+            kernel({"a": a, "b": b, "c": d})
 
         # Padded D for ragged N, and a first launch on zeros so that timing never sees the JIT.
         launch = tma_launch(problem, run, dev, pad_d=c_by_tma)
         return launch
 
     def codegen(self, problem: Problem, arch: str, config: KernelConfig | None = None) -> Artifacts:
-        import triton
-        from triton.backends.compiler import GPUTarget
-        from triton.experimental.gluon import GluonASTSource
-
-        if arch not in _ARCH_CAPABILITY:
-            raise ValueError(f"gluon codegen supports {sorted(_ARCH_CAPABILITY)}, not {arch!r}")
         plan = self._make_plan(problem, DEFAULT_NUM_SMS, self.config_for(problem, config))
-        names = list(self._jit_fn.arg_names)
-        signature: dict[str, str] = {}
-        for name, arg in zip(names, plan.args, strict=False):
-            signature[name] = _type_string(arg, problem.dtype)
-        for name in names[len(plan.args) :]:
-            signature[name] = "constexpr"
-        src = GluonASTSource(self._jit_fn, signature, constexprs=dict(plan.constexprs))
-        target = GPUTarget("cuda", _ARCH_CAPABILITY[arch], 32)
-        options = _options(plan)
-        from triton import knobs
-
-        # Bypass Triton's on-disk cache so compile_seconds measures a real compile.
-        with knobs.compilation.scope():
-            knobs.compilation.always_compile = True
-            start = time.perf_counter()
-            compiled = triton.compile(src, target=target, options=options)
-            seconds = time.perf_counter() - start
-        meta = compiled.metadata
-        ptx = compiled.asm.get("ptx")
-        registers, spills = _ptxas_resources(ptx, arch)
-        return Artifacts(
-            arch=arch,
-            ptx=ptx,
-            cubin=compiled.asm.get("cubin"),
-            registers=registers,
-            spill_bytes=spills,
-            shared_bytes=getattr(meta, "shared", None),
-            compile_seconds=seconds,
-            raw_ptx=self._raw_ptx,
-            notes=self._notes,
+        return compile_offline(
+            self._jit_fn, plan, problem.dtype, arch, raw_ptx=self._raw_ptx, notes=self._notes
         )
+
+
+def bind(jit_fn: Any, plan: Plan, dtype: str) -> Callable[[dict[str, Any]], None]:
+    """``launch(tensors)``: builds the plan's host TMA descriptors over ``tensors`` (by operand
+    name: "a", "b", "c", ...) and launches ``jit_fn`` on torch's current stream."""
+    from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
+
+    layouts = {id(a): shared_layout(a, dtype) for a in plan.args if isinstance(a, Desc)}
+    kernel = jit_fn[plan.grid]
+    opts = _options(plan)
+
+    def launch(tensors: dict[str, Any]) -> None:
+        args: list[Any] = []
+        for arg in plan.args:
+            if isinstance(arg, Desc):
+                args.append(
+                    TensorDescriptor.from_tensor(
+                        tensors[arg.tensor], list(arg.block_shape), layouts[id(arg)]
+                    )
+                )
+            elif isinstance(arg, Ptr):
+                args.append(tensors[arg.tensor])
+            else:
+                args.append(arg)
+        kernel(*args, **plan.constexprs, **opts)
+
+    return launch
+
+
+def compile_offline(
+    jit_fn: Any,
+    plan: Plan,
+    dtype: str,
+    arch: str,
+    raw_ptx: Sequence[str] = (),
+    notes: Sequence[str] = (),
+) -> Artifacts:
+    """Compile ``jit_fn`` with ``plan`` for ``arch`` without a GPU (``GluonASTSource``)."""
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.experimental.gluon import GluonASTSource
+
+    if arch not in _ARCH_CAPABILITY:
+        raise ValueError(f"gluon codegen supports {sorted(_ARCH_CAPABILITY)}, not {arch!r}")
+    names = list(jit_fn.arg_names)
+    signature: dict[str, str] = {}
+    for name, arg in zip(names, plan.args, strict=False):
+        signature[name] = _type_string(arg, dtype)
+    for name in names[len(plan.args) :]:
+        signature[name] = "constexpr"
+    src = GluonASTSource(jit_fn, signature, constexprs=dict(plan.constexprs))
+    target = GPUTarget("cuda", _ARCH_CAPABILITY[arch], 32)
+    options = _options(plan)
+    from triton import knobs
+
+    # Bypass Triton's on-disk cache so compile_seconds measures a real compile.
+    with knobs.compilation.scope():
+        knobs.compilation.always_compile = True
+        start = time.perf_counter()
+        compiled = triton.compile(src, target=target, options=options)
+        seconds = time.perf_counter() - start
+    meta = compiled.metadata
+    ptx = compiled.asm.get("ptx")
+    registers, spills = _ptxas_resources(ptx, arch)
+    return Artifacts(
+        arch=arch,
+        ptx=ptx,
+        cubin=compiled.asm.get("cubin"),
+        registers=registers,
+        spill_bytes=spills,
+        shared_bytes=getattr(meta, "shared", None),
+        compile_seconds=seconds,
+        raw_ptx=tuple(raw_ptx),
+        notes=tuple(notes),
+    )
 
 
 def _options(plan: Plan) -> dict[str, Any]:

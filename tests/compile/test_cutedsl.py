@@ -46,6 +46,8 @@ HOPPER_FEATURES: dict[Rung, tuple[str, ...]] = {
         "barrier.cluster.arrive",
     ),
 }
+# Rung 8 at 4096^3 picks rung 7's configuration (asserted below), so it has rung 7's features.
+HOPPER_FEATURES[Rung.SHAPE_ADAPTIVE] = HOPPER_FEATURES[Rung.MULTI_CONSUMER]
 _PAIR = (
     "tcgen05.mma.cta_group::2",
     "tcgen05.alloc.cta_group::2",
@@ -177,3 +179,211 @@ def test_r7_wgmma_is_not_serialized(dtype: str) -> None:
                 check=True,
             ).stderr
         assert "C7514" not in log, f"{config.name} ({dtype}): wgmma serialized by ptxas"
+
+
+# -- rung 8: one config per code path, and what select() picks ---------------------------------
+_TMA_LOAD = "cp.async.bulk.tensor.2d.shared::cta.global"
+_TMA_STORE = "cp.async.bulk.tensor.2d.global.shared::cta"
+_MULTICAST = "multicast::cluster"
+
+
+def _r8():
+    from backends.cutedsl.sm90 import r8_shape_adaptive
+
+    return r8_shape_adaptive
+
+
+#: (problem, overrides of its selected config or "", PTX that must appear, PTX that must not,
+#: kernels in the PTX). One row per distinct code path of rung 8.
+R8_PATHS = {
+    "swap_ab": (
+        Problem(1, 14336, 4096, "fp16"),
+        "",
+        ("wgmma.mma_async.sync.aligned.m64n32k16", _TMA_LOAD, "st.global.b16"),
+        (_TMA_STORE, _MULTICAST),
+        1,
+    ),
+    "swap_ab_split_k": (
+        Problem(1, 4096, 4096, "bf16"),
+        "",
+        ("wgmma.mma_async.sync.aligned.m64n32k16", "st.global.b32", "ld.global.b32"),
+        (_TMA_STORE, _MULTICAST),
+        2,
+    ),
+    "split_k": (
+        Problem(256, 256, 16384, "fp16"),
+        "tile_m=128,tile_n=128,split_k=4",
+        ("wgmma.mma_async.sync.aligned.m64n128k16", "st.global.b32", "ld.global.b32"),
+        (_TMA_STORE, _MULTICAST),
+        2,
+    ),
+    "tile_64x64_cluster2": (
+        Problem(128, 6144, 4096, "fp16"),
+        "",
+        ("wgmma.mma_async.sync.aligned.m64n64k16", _TMA_STORE, _MULTICAST, "setmaxnreg.inc"),
+        (),
+        1,
+    ),
+    "tile_64x256_cluster1": (
+        Problem(4096, 4096, 4096, "fp16"),
+        "tile_m=64,tile_n=256,cluster=1",
+        ("wgmma.mma_async.sync.aligned.m64n256k16", _TMA_STORE, _TMA_LOAD),
+        (_MULTICAST,),
+        1,
+    ),
+    "tile_128x128_cluster2": (
+        Problem(4096, 4096, 4096, "fp16"),
+        "tile_m=128,tile_n=128,epilogue=serial",
+        ("wgmma.mma_async.sync.aligned.m64n128k16", _TMA_STORE, _MULTICAST),
+        (),
+        1,
+    ),
+    "tile_128x64_non_persistent": (
+        Problem(1024, 1024, 1024, "fp16"),
+        "cluster=1,persistent=0,epilogue=serial",
+        ("wgmma.mma_async.sync.aligned.m64n64k16", _TMA_STORE),
+        (_MULTICAST,),
+        1,
+    ),
+    "ragged_n": (
+        Problem(1000, 1003, 520, "bf16"),
+        "",
+        ("wgmma.mma_async", "st.global.b16"),
+        (_TMA_STORE,),
+        1,
+    ),
+}
+
+
+@pytest.mark.parametrize("path", list(R8_PATHS))
+def test_r8_code_paths_compile(path: str) -> None:
+    """Each code path of rung 8 compiles for sm_90a with the instructions it is built on: the
+    wgmma N of its tile, TMA loads, the TMA-store epilogue or direct stores (swap-AB writes
+    D^T column-major; split-K writes fp32 partials, then the reduce kernel reads them back),
+    multicast only with cluster 2."""
+    problem, overrides, wanted, unwanted, entries = R8_PATHS[path]
+    kernel = _r8().KERNEL
+    config = kernel.select(problem)
+    if overrides:
+        config = config.with_overrides(overrides)
+    assert config in kernel.configs
+    assert kernel.supports(problem, config) is None
+    ptx = kernel.codegen(problem, "sm_90a", config).ptx
+    assert ptx.count(".entry ") == entries, f"{config.name}: {ptx.count('.entry ')} kernels"
+    missing = [f for f in wanted if f not in ptx]
+    assert not missing, f"{config.name}: PTX lacks {missing}"
+    present = [f for f in unwanted if f in ptx]
+    assert not present, f"{config.name}: PTX has {present}"
+    dec = re.findall(r"setmaxnreg\.dec\.sync\.aligned\.u32\s+(\d+)", ptx)
+    inc = re.findall(r"setmaxnreg\.inc\.sync\.aligned\.u32\s+(\d+)", ptx)
+    assert dec == ["40"] and inc == ["232"]
+    _assert_ptxas_clean(ptx, config.name)
+
+
+def _assert_ptxas_clean(ptx: str, what: str) -> None:
+    """ptxas neither serializes the wgmma (C7514, see the rung 7 test) nor spills."""
+    import subprocess
+    import tempfile
+    from pathlib import Path
+
+    from harness.codegen import find_ptxas
+
+    ptxas = find_ptxas()
+    if ptxas is None:
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        src = Path(tmp) / "k.ptx"
+        src.write_text(ptx)
+        log = subprocess.run(
+            [ptxas, "-arch=sm_90a", "-v", str(src), "-o", str(Path(tmp) / "k.o")],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stderr
+    assert "C7514" not in log, f"{what}: wgmma serialized by ptxas"
+    spills = [int(b) for b in re.findall(r"(\d+) bytes spill stores", log)]
+    assert spills and not any(spills), f"{what}: spills {spills}"
+
+
+def test_r8_non_persistent_changes_only_the_grid() -> None:
+    """persistent=0 launches one CTA per work unit: the device code is the persistent kernel's
+    (each CTA's scheduler loop then runs once), only the host's grid differs."""
+    kernel = _r8().KERNEL
+    problem = Problem(1024, 1024, 1024, "fp16")
+    base = kernel.select(problem).with_overrides("cluster=1,epilogue=serial")
+    ptx = [
+        kernel.codegen(problem, "sm_90a", base.with_overrides(f"persistent={p}")).ptx
+        for p in (0, 1)
+    ]
+    assert ptx[0] == ptx[1]
+
+
+def _sweep() -> list[Problem]:
+    from harness.problems import SUITES
+
+    return [Problem(m, n, k, "fp16") for m, n, k in SUITES["sweep"][1]]
+
+
+def test_r8_select_on_the_sweep() -> None:
+    """What the heuristic picks across decode-to-prefill shapes (no tuned table is consulted:
+    no GPU here, so ``select`` falls through to the heuristic)."""
+    r8 = _r8()
+    kernel = r8.KERNEL
+    for p in _sweep():
+        c = kernel.select(p)
+        assert c == r8._heuristic(p) and c in kernel.configs
+        assert kernel.supports(p, c) is None
+        assert c.swap_ab == (p.m <= 16), p.key  # small M: N fills the wgmma M side
+        if c.swap_ab:
+            assert c.tile_n == 32 and c.cluster == 1 and c.epilogue == "serial"
+        tiles_m, tiles_n = r8._tiles(p, c)
+        units = tiles_m * tiles_n * c.split_k
+        # Enough work units for ~a wave, unless the problem is too small to split.
+        assert units >= 0.7 * r8.NUM_SMS or p.m * p.n <= 512 * 512, (p.key, c.name)
+        if c.split_k > 1:
+            assert units <= 1.1 * r8.NUM_SMS and p.k // c.split_k >= 512
+        if p.m == 8192 or (p.m, p.n, p.k) == (2048, 2048, 2048):
+            assert c == r8.R8Config(), p.key  # rung 7's configuration: 128x256, cluster 2
+    rung7 = r8.R8Config(128, 256, 2, epilogue="overlap")
+    assert kernel.select(Problem(8192, 8192, 8192, "fp16")) == rung7
+    # Decode with few output tiles and long K: split-K fills the SMs.
+    assert kernel.select(Problem(1, 4096, 14336, "fp16")).split_k > 1
+    assert kernel.select(Problem(16, 4096, 4096, "fp16")).split_k > 1
+    assert kernel.select(Problem(256, 256, 16384, "fp16")).split_k > 1
+    assert kernel.select(Problem(1, 57344, 8192, "fp16")).split_k == 1  # 448 tiles already
+    # Mid M: smaller tiles, no split.
+    mid = kernel.select(Problem(128, 4096, 4096, "fp16"))
+    assert (mid.tile_m, mid.tile_n, mid.split_k, mid.swap_ab) == (64, 64, 1, False)
+    assert kernel.select(Problem(1024, 1024, 1024, "fp16")).tile_n == 64
+
+
+def test_r8_every_problem_gets_a_valid_config() -> None:
+    """The heuristic never refuses: every problem of every suite and random shapes (any M, N
+    >= 1, K % 8 == 0) get a menu member that is valid for them; a ragged N never gets the
+    TMA-store-only overlap epilogue."""
+    import random
+
+    from harness.problems import SUITES
+
+    r8 = _r8()
+    kernel = r8.KERNEL
+    problems = [
+        Problem(m, n, k, d)
+        for _, shapes in SUITES.values()
+        for m, n, k in shapes
+        for d in ("fp16", "bf16")
+    ]
+    rng = random.Random(8)
+    for _ in range(2000):
+        m, n = (int(2 ** rng.uniform(0, 16)) for _ in range(2))
+        problems.append(Problem(m, n, 8 * int(2 ** rng.uniform(0, 12)), "bf16"))
+    problems += [Problem(1, 1, 8), Problem(65536, 1, 8), Problem(1, 65536, 65536)]
+    for p in problems:
+        c = kernel.select(p)
+        assert c in kernel.configs, p.key
+        assert kernel.supports(p, c) is None, (p.key, c.name, kernel.supports(p, c))
+        if p.n % 8:
+            assert c.epilogue == "serial"
+    names = [c.name for c in kernel.configs]
+    assert len(set(names)) == len(names)
+    assert all(r8._valid(Problem(4096, 4096, 4096), c) is None for c in kernel.configs)

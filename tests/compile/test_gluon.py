@@ -7,6 +7,7 @@ Each kernel's PTX is checked for the instructions that define its rung.
 
 from __future__ import annotations
 
+import random
 import re
 
 import pytest
@@ -130,3 +131,186 @@ def test_every_config_compiles(spec):
 @pytest.mark.parametrize("spec", SPECS, ids=[s.id for s in SPECS])
 def test_identity(spec):
     assert_identity_and_supports(spec, "gluon")
+
+
+# -- rung 8 (shape_adaptive): one compile per distinct code path, and its choice per shape ------
+R8_ID = "gluon/sm90/r8_shape_adaptive"
+
+
+def _r8():
+    from backends.gluon.sm90 import r8_shape_adaptive as r8
+
+    return r8
+
+
+def _r8_cases():
+    """(id, problem, config knobs): every tile family of the
+    menu once, cluster 2 at 128x128 (rung 7's 128x256 is the generic test above), swap-AB with
+    and without split-K, split-K unswapped, persistent and one-tile-per-CTA grids."""
+    c1 = dict(cluster=1)
+    swap = dict(cluster=1, swap_ab=True)
+    shapes = {
+        "c2-128x128-persistent": (Problem(8192, 8192, 8192), dict(block_n=128)),
+        "128x256-c1": (Problem(128, 28672, 4096), dict(**c1)),
+        "128x128-c1-persistent": (Problem(4096, 4096, 1024), dict(block_n=128, **c1)),
+        "128x64-c1": (Problem(1024, 1024, 1024), dict(block_n=64, **c1)),
+        "128x32-c1": (Problem(4096, 32, 4096), dict(block_n=32, **c1)),
+        "128x16-c1": (Problem(4096, 1, 4096), dict(block_n=16, **c1)),
+        "64x256-c1-persistent": (Problem(8192, 8192, 1024), dict(block_m=64, **c1)),
+        "64x128-c1": (Problem(512, 1024, 512), dict(block_m=64, block_n=128, **c1)),
+        "64x64-c1-one-wave": (Problem(512, 512, 512), dict(block_m=64, block_n=64, **c1)),
+        "swap-128x16-persistent": (Problem(16, 28672, 4096), dict(block_n=16, **swap)),
+        "swap-64x64-bf16": (Problem(64, 4096, 4096, "bf16"), dict(block_m=64, block_n=64, **swap)),
+        "swap-128x32": (Problem(32, 8192, 4096), dict(block_n=32, **swap)),
+        "swap-128x16-split4": (Problem(1, 4096, 4096), dict(block_n=16, split_k=4, **swap)),
+        "split4-128x128": (Problem(128, 4096, 14336), dict(block_n=128, split_k=4, **c1)),
+        "split8-64x64-bf16": (
+            Problem(256, 256, 8192, "bf16"),
+            dict(block_m=64, block_n=64, split_k=8, **c1),
+        ),
+    }
+    return [pytest.param(p, o, id=name) for name, (p, o) in shapes.items()]
+
+
+def _r8_config(kernel, problem, knobs):
+    config = _r8().R8Config(**knobs)
+    assert config in kernel.configs, f"{config.name} is not on the menu"
+    assert kernel.supports(problem, config) is None
+    return config
+
+
+@pytest.mark.parametrize(("problem", "knobs"), _r8_cases())
+def test_r8_code_paths(problem, knobs):
+    """Each code path compiles and has the instructions (and only those) it needs: the wgmma
+    width of its tile; TMA multicast, a cluster launch and remote barrier arrives only with
+    cluster 2; the second consumer warpgroup's ``setmaxnreg 232`` only with 128-row tiles; a
+    transposing ``stmatrix`` only with swap-AB (fp16/bf16 out); no atomics anywhere (split-K is
+    deterministic); no spills; shared memory within 227 KiB."""
+    r8 = _r8()
+    kernel = r8.KERNEL
+    config = _r8_config(kernel, problem, knobs)
+    art = kernel.codegen(problem, "sm_90a", config)
+    ptx = art.ptx
+    assert art.cubin and re.search(r"\.target sm_90a", ptx)
+    assert re.search(rf"wgmma\.mma_async\.sync\.aligned\.m64n{config.block_n}k16\.f32", ptx)
+    assert len(set(re.findall(r"wgmma\.mma_async\.sync\.aligned\.(m\d+n\d+k\d+)", ptx))) == 1
+    assert re.search(r"cp\.async\.bulk\.tensor\.2d\.global\.shared::cta", ptx)  # TMA store
+    assert re.search(r"setmaxnreg\.dec\.sync\.aligned\.u32\s+40;", ptx)
+    two = config.cluster == 2
+    assert bool(re.search(r"cp\.async\.bulk\.tensor\.2d\.shared::cluster.*multicast", ptx)) == two
+    assert bool(re.search(r"\.reqnctapercluster 2", ptx)) == two
+    assert bool(re.search(r"mbarrier\.arrive\.shared::cluster", ptx)) == two
+    assert bool(re.search(r"setmaxnreg\.\w+\.sync\.aligned\.u32\s+232;", ptx)) == (
+        config.block_m == 128
+    )
+    # (an fp32 split-K partial has no 16-bit stmatrix: plain shared stores transpose it)
+    transposed = config.swap_ab and config.split_k == 1
+    assert bool(re.search(r"stmatrix\.sync\.aligned\.\S*\.trans", ptx)) == transposed
+    assert not re.search(r"\b(atom|red)\.", ptx)
+    assert art.spill_bytes in (None, 0)
+    assert art.shared_bytes is not None and art.shared_bytes <= 227 * 1024
+    if config.split_k > 1:
+        assert any("splitk_reduce_kernel" in n for n in art.notes)
+        red = kernel.reduce_codegen(problem, "sm_90a", config)
+        assert red.cubin and re.search(r"ld\.global", red.ptx) and re.search(r"st\.global", red.ptx)
+        assert not re.search(r"\b(atom|red)\.", red.ptx)  # a fixed-order sum, not atomics
+        assert len(re.findall(r"add\.f32", red.ptx)) >= config.split_k - 1
+
+
+def test_r8_persistence_is_a_distinct_compile():
+    """Above one wave the tile loop is compiled in; at or below one wave each CTA runs one
+    tile with no loop (grid = tiles): same config, two kernels."""
+    r8 = _r8()
+    config = r8.R8Config(64, 64, cluster=1)
+    one_wave, many = Problem(512, 512, 512), Problem(2048, 2048, 512)
+    p1, p2 = r8.plan(one_wave, 132, config), r8.plan(many, 132, config)
+    assert (p1.constexprs["PERSISTENT"], p1.grid) == (False, (64,))
+    assert (p2.constexprs["PERSISTENT"], p2.grid) == (True, (132,))
+    a1 = r8.KERNEL.codegen(one_wave, "sm_90a", config)
+    a2 = r8.KERNEL.codegen(many, "sm_90a", config)
+    assert a1.ptx != a2.ptx
+
+
+def _all_problems():
+    from harness.problems import SUITES, expand
+
+    problems = expand(list(SUITES), ("fp16", "bf16"))
+    rng = random.Random(8)
+    for _ in range(300):
+        m = rng.choice([1, 2, 7, 16, 33, 64, 65, 100, 128, 255, 1000, 4097, rng.randint(1, 9000)])
+        n = rng.choice([1, 3, 8, 17, 64, 100, 777, 4096, rng.randint(1, 60000)])
+        k = 8 * rng.choice([1, 2, 8, 63, 64, 65, 512, rng.randint(1, 4000)])
+        problems.append(Problem(m, n, k, rng.choice(["fp16", "bf16"])))
+    return problems
+
+
+def test_r8_select_valid_for_every_problem():
+    """The heuristic never refuses: every suite's problem and random shapes (any M, N >= 1,
+    K % 8 == 0) get a menu config that is valid, whose ring fits shared memory with >= 2
+    stages, whose K splits are never empty and keep >= 512 of K, and whose plan launches at
+    least one program and no more than one per tile."""
+    r8 = _r8()
+    kernel = r8.KERNEL
+    for problem in _all_problems():
+        config = kernel.select(problem)  # no GPU here: the heuristic
+        assert config in kernel.configs
+        assert kernel.supports(problem, config) is None, problem.key
+        plan = r8.plan(problem, 132, config)
+        stages = plan.constexprs["NUM_STAGES"]
+        out_bytes = 4 if config.split_k > 1 else 2
+        ring = stages * (config.block_m + config.block_n) * r8.BLOCK_K * 2
+        assert stages >= 2 and ring + config.block_m * config.block_n * out_bytes <= r8.SMEM_BUDGET
+        k_tiles = -(-problem.k // r8.BLOCK_K)
+        ranges = [
+            (s * k_tiles // config.split_k, (s + 1) * k_tiles // config.split_k)
+            for s in range(config.split_k)
+        ]
+        assert all(hi > lo for lo, hi in ranges) and ranges[-1][1] == k_tiles
+        if config.split_k > 1:
+            assert problem.k // config.split_k >= r8.MIN_K_PER_SPLIT
+            assert r8._ctas(problem, config) <= r8.WAVE  # one wave, one tile per CTA
+            assert r8.slice_rows(problem, config) >= problem.m
+        assert 1 <= plan.grid[0] <= r8._ctas(problem, config) // config.cluster
+        assert config.swap_ab == (problem.m <= 64)
+
+
+def test_r8_menu_fits_shared_memory():
+    r8 = _r8()
+    for config in r8.MENU:
+        for out_bytes in (2, 4):
+            if out_bytes == 4 and config.split_k == 1:
+                continue
+            stage = (config.block_m + config.block_n) * r8.BLOCK_K * 2
+            epilogue = config.block_m * config.block_n * out_bytes
+            assert config.stages(out_bytes) >= 2, config.name
+            assert config.stages(out_bytes) * stage + epilogue <= r8.SMEM_BUDGET, config.name
+    assert len(r8.MENU) < 64, "a curated menu, not a cartesian product"
+
+
+def test_r8_select_on_the_sweep():
+    """What each ``sweep`` shape gets: decode shapes swap A and B with a 16-wide tile; short
+    wide problems with long K split it; prefill shapes get rung 7's configuration; and no
+    choice leaves more than a third of the SMs idle when it fits in one wave."""
+    r8 = _r8()
+    from harness.problems import expand
+
+    sweep = expand(["sweep"])
+    chosen = {p: r8.KERNEL.select(p) for p in sweep}
+    for p, c in chosen.items():
+        if p.m <= 16:
+            assert c.swap_ab and c.block_n == 16 and c.cluster == 1, (p.key, c.name)
+        else:
+            assert not c.swap_ab, (p.key, c.name)
+        if p.m == 8192:
+            assert c == r8.RUNG7, (p.key, c.name)
+        ctas = r8._ctas(p, c)
+        assert ctas > r8.WAVE or ctas >= r8.WAVE * 0.6 or p.m * p.n <= 512 * 512, (p.key, c.name)
+    assert chosen[Problem(8192, 8192, 8192)] == r8.RUNG7
+    assert chosen[Problem(1, 4096, 4096)].split_k > 1
+    assert chosen[Problem(1, 4096, 14336)].split_k > 1
+    assert chosen[Problem(128, 4096, 14336)].split_k > 1
+    assert chosen[Problem(1, 57344, 8192)].split_k == 1  # 448 tiles: no need to split
+    assert chosen[Problem(2048, 2048, 2048)] == r8.RUNG7
+    assert chosen[Problem(1024, 1024, 1024)].block_m * chosen[Problem(1024, 1024, 1024)].block_n < (
+        r8.RUNG7.block_m * r8.RUNG7.block_n
+    )

@@ -1,4 +1,5 @@
-"""Every built-in DSL backend lists the whole Hopper chain and the Blackwell rungs 5-7.
+"""Every built-in DSL backend lists the Hopper chain (rungs 1-7; rung 8 ``shape_adaptive`` in
+the backends that build it) and the Blackwell rungs 5-7.
 
 Listing needs no DSL installed (specs name modules that are imported lazily), so this runs in
 the plain harness environment and fails when a rung module is dropped from a backend's list or
@@ -18,6 +19,8 @@ from harness.registry import discover
 ROOT = Path(__file__).resolve().parents[2]
 DSL_SPECS = [s for s in discover(entry_points=False) if s.backend != "cublas"]
 BACKENDS = sorted({s.backend for s in DSL_SPECS})
+#: Backends with rung 8 (issue: rung 8 in CuTeDSL and Gluon); the others stop at rung 7.
+SHAPE_ADAPTIVE_BACKENDS = {"cutedsl", "gluon"}
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -25,7 +28,10 @@ def test_backend_lists_every_rung(backend: str) -> None:
     specs = [s for s in DSL_SPECS if s.backend == backend]
     hopper = {s.rung for s in specs if s.arch == "sm_90a"}
     blackwell = {s.rung for s in specs if s.arch == "sm_100a"}
-    assert hopper == set(Rung) - {Rung.CUBLAS}, f"{backend}: Hopper rungs {sorted(hopper)}"
+    chain = set(Rung) - {Rung.CUBLAS}
+    if backend not in SHAPE_ADAPTIVE_BACKENDS:
+        chain -= {Rung.SHAPE_ADAPTIVE}
+    assert hopper == chain, f"{backend}: Hopper rungs {sorted(hopper)}"
     assert {Rung.WARP_SPECIALIZED, Rung.CLUSTER2, Rung.MULTI_CONSUMER} <= blackwell
 
 

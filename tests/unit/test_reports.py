@@ -11,6 +11,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 import os
 import re
 import shutil
@@ -24,6 +25,7 @@ import pytest
 pytest.importorskip("matplotlib")
 
 from harness.gemm import Problem
+from harness.protocol import Rung
 from harness.records import BenchRecord, Stats, Status
 from harness.results import ResultsWriter, load
 from reports.cli import main
@@ -32,9 +34,12 @@ from reports.promote import PromoteError, promote
 from reports.render import (
     README_END,
     README_START,
+    figure_chain,
     figure_heatmap,
     figure_ksweep,
+    figure_sweep,
     render_report,
+    sweep_lines,
     tuning_lines,
     update_readme,
 )
@@ -44,7 +49,8 @@ FIXTURES = ROOT / "tests" / "fixtures"
 ALPHA7 = "alpha/sm90/r7_multi_consumer"
 P4096 = Problem(4096, 4096, 4096)
 P2048 = Problem(2048, 2048, 2048)
-OUTPUTS = {"cross_dsl.png", "ksweep.png", "chain.png", "pct_cublas.png", "report.md"}
+FIGS = ("cross_dsl.png", "ksweep.png", "chain.png", "pct_cublas.png", "sweep.png")
+OUTPUTS = {*FIGS, "report.md"}
 
 
 @pytest.fixture(scope="module")
@@ -87,7 +93,7 @@ def test_render_writes_every_file_with_the_fixture_numbers(rendered: Path) -> No
     assert "| 4096x4096x4096-fp16 | wrong | result differs from torch.matmul: max\\|err\\|" in md
     assert "| alpha/sm90/r7_multi_consumer | - | sm_90a | ok | 168 | 0 | 1024 | 0.71 | 212 |" in md
     assert "CompileError: boom" in md
-    for fig in ("cross_dsl.png", "ksweep.png", "chain.png", "pct_cublas.png"):
+    for fig in FIGS:
         assert f"]({fig})" in md
     for outside in ("DESIGN.md", "DSL-NOTES", "../shared", "seeds", "the issue", "harness report"):
         assert outside not in md
@@ -324,3 +330,148 @@ def test_promote_cli(repo: Path, monkeypatch, capsys: pytest.CaptureFixture[str]
     err = capsys.readouterr().err.splitlines()
     assert len(err) == 1 and "refusing to overwrite" in err[0]
     assert (repo / "reports" / "results" / "archive" / "bench-old.json").exists()
+
+
+# ---------------------------------------------------------------------------------- shape sweep
+#: Sweep-suite shapes of the synthetic run, listed out of order on purpose, with cuBLAS ms and
+#: % of cuBLAS of gamma's rung 7 and rung 8 (None: rung 8 wrong there). 4096^3 is not a sweep
+#: shape: its records must stay out of the sweep.
+SWEEP = {
+    Problem(8192, 8192, 8192): (0.52, 100.5, 101.0),
+    Problem(1, 6144, 4096): (0.020, 12.0, 93.0),
+    Problem(128, 28672, 4096): (0.110, 70.0, 104.0),
+    Problem(16, 4096, 14336): (0.050, 25.0, 97.5),
+    Problem(1024, 1024, 1024): (0.011, 55.0, None),
+}
+P8192 = Problem(8192, 8192, 8192)
+
+
+def _rec(backend: str, rung: int, p: Problem, ms: float | None, **kw) -> BenchRecord:
+    name = "torch_matmul" if rung == 0 else f"r{rung}_{Rung(rung).label}"
+    timing = None
+    if ms is not None:
+        timing = Stats(n=9, median_ms=ms, p20_ms=ms * 0.99, p80_ms=ms * 1.01, mean_ms=ms,
+                       min_ms=ms * 0.98, cv=0.01)  # fmt: skip
+    return BenchRecord(
+        kernel=f"{backend}/{name}" if rung == 0 else f"{backend}/sm90/{name}",
+        backend=backend,
+        name=name,
+        rung=rung,
+        rung_name=Rung(rung).label,
+        arch="any" if rung == 0 else "sm_90a",
+        problem=p,
+        timing=timing,
+        tflops=p.flops / (ms * 1e-3) / 1e12 if ms else None,
+        status=kw.pop("status", Status.OK),
+        **kw,
+    )
+
+
+def _sweep_dataset(tmp_path: Path, sweep: bool = True):
+    """One run: cuBLAS, gamma's rungs 7 and 8 (rung 8 with a config per shape) and delta's rung
+    7 on :data:`SWEEP` (``sweep=False``: only 4096^3), plus rungs 7 and 8 at 4096^3."""
+    w = ResultsWriter(tmp_path / "sweep.json", "bench", {"gpu": "x"})
+    shapes = dict(SWEEP) if sweep else {}
+    shapes[P4096] = (0.2, 98.0, 100.0)
+    for p, (cub, r7, r8) in shapes.items():
+        w.add(_rec("cublas", 0, p, cub))
+        w.add(_rec("gamma", 7, p, cub * 100 / r7))
+        if r8 is None:
+            w.add(_rec("gamma", 8, p, None, status=Status.WRONG, config=f"tile{p.m}",
+                       selected=True))  # fmt: skip
+        else:
+            w.add(_rec("gamma", 8, p, cub * 100 / r8, config=f"tile{p.m}", selected=True))
+        w.add(_rec("delta", 7, p, cub * 100 / (r7 * 0.9)))
+    w.finish()
+    return load_dataset([tmp_path / "sweep.json"])
+
+
+def _geomean(values: list[float]) -> float:
+    return math.exp(sum(map(math.log, values)) / len(values))
+
+
+def test_shape_sweep_section_and_figure(tmp_path: Path) -> None:
+    ds = _sweep_dataset(tmp_path)
+    md = "\n".join(sweep_lines(ds))
+    # % of cuBLAS as the report computes it: cuBLAS median over the kernel's median, same run
+    pct = {
+        g: {p: 100 * v[0] / (v[0] * 100 / v[g - 6]) for p, v in SWEEP.items() if v[g - 6]}
+        for g in (7, 8)
+    }
+    g7, g8 = _geomean(list(pct[7].values())), _geomean(list(pct[8].values()))
+    assert (
+        f"- r7 multi_consumer: geomean {g7:.1f} % of cuBLAS, worst {min(pct[7].values()):.1f} % "
+        "at 1x6144x4096 (5 of 5 shapes timed)" in md
+    )
+    assert (
+        f"- r8 shape_adaptive: geomean {g8:.1f} % of cuBLAS, worst {min(pct[8].values()):.1f} % "
+        "at 1x6144x4096 (4 of 5 shapes timed)" in md
+    )
+    assert "- r8 below r7 at 0 of the 4 shapes timed with both" in md
+    # unknown backends sort by name: delta's panel comes first
+    delta, gamma = (md.split(f"**{b}** (fp16;")[1] for b in ("delta", "gamma"))
+    delta, gamma = delta.split("**gamma**")[0], gamma.split("Each %")[0]
+    assert (
+        "| shape | cuBLAS TFLOPS | r7 multi_consumer (% cuBLAS) | r8 shape_adaptive (% cuBLAS) "
+        "| r8 config |" in gamma
+    )
+    cub = Problem(1, 6144, 4096).flops / (0.020e-3) / 1e12
+    assert f"| 1x6144x4096 | {cub:.1f} | 12.0 | 93.0 | `tile1` |" in gamma
+    assert "| 1024x1024x1024 | " in gamma and "| 55.0 | wrong | `tile1024` |" in gamma
+    # rows by M, then N, then K; 4096^3 is not a sweep shape
+    order = [line.split(" | ")[0][2:] for line in gamma.splitlines() if line.startswith("| ")]
+    assert order[1:] == ["1x6144x4096", "16x4096x14336", "128x28672x4096", "1024x1024x1024",
+                         "8192x8192x8192"]  # fmt: skip
+    assert "4096x4096x4096" not in md
+    # delta has no rung 8: its table has no rung-8 column and no rung-8 line
+    assert "r8" not in delta and "- r7 multi_consumer: geomean" in delta
+
+    fig = figure_sweep(ds)
+    axes = [ax for ax in fig.axes if ax.get_title()]
+    assert [ax.get_title() for ax in axes] == ["delta, fp16", "gamma, fp16"]
+    ax = axes[1]
+    ticks = [t.get_text() for t in ax.get_xticklabels()]
+    assert ticks == order[1:]
+    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert (
+        f"r8 shape_adaptive: geomean {g8:.0f} %, worst {min(pct[8].values()):.0f} % at "
+        "1x6144x4096 (4 of 5 shapes)" in legend
+    )
+    assert any(t.startswith(f"r7 multi_consumer: geomean {g7:.0f} %") for t in legend)
+    assert {line.get_ydata()[0] for line in ax.get_lines()} >= {100, 90}
+    assert "r8 wrong" in [t.get_text() for t in ax.texts]
+
+    out = render_report([tmp_path / "sweep.json"], tmp_path / "out")
+    assert tmp_path / "out" / "sweep.png" in out
+    assert (tmp_path / "out" / "sweep.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "## Shape sweep" in (tmp_path / "out" / "report.md").read_text()
+
+
+def test_shape_sweep_without_sweep_data_renders_an_empty_panel(tmp_path: Path) -> None:
+    ds = _sweep_dataset(tmp_path, sweep=False)
+    fig = figure_sweep(ds)
+    assert [t.get_text() for ax in fig.axes for t in ax.texts] == [
+        "no rung-7 or rung-8 results on the sweep suite yet"
+    ]
+    assert sweep_lines(ds) == ["No rung-7 or rung-8 results on the `sweep` suite yet."]
+    render_report([tmp_path / "sweep.json"], tmp_path / "out")
+    assert (tmp_path / "out" / "sweep.png").stat().st_size > 0
+
+
+def test_chain_shows_rung_8_only_for_backends_that_have_it(tmp_path: Path) -> None:
+    ds = _sweep_dataset(tmp_path)
+    table = chain_table(ds, P8192)
+    assert [row.rung for row in table["gamma"]] == list(range(1, 9))
+    assert [row.rung for row in table["delta"]] == list(range(1, 8))
+    r7, r8 = table["gamma"][6], table["gamma"][7]
+    assert r8.name == "shape_adaptive" and r8.config == "tile8192"
+    assert r8.step == pytest.approx(r7.median_ms / r8.median_ms)
+    ax = figure_chain(ds, P8192).axes[1]  # delta, gamma
+    assert ax.get_title() == "gamma"
+    assert [t.get_text() for t in ax.get_xticklabels()][-1] == "8 shape_adaptive"
+    assert any(t.get_text() == "tile8192" for t in ax.texts)  # rung 8's config, annotated
+    # final kernel = highest measured rung: rung 8 where the backend has one
+    assert ds.final_kernels() == {
+        "gamma": "gamma/sm90/r8_shape_adaptive",
+        "delta": "delta/sm90/r7_multi_consumer",
+    }

@@ -1,0 +1,681 @@
+"""Gluon · sm_90a · rung 8 ``shape_adaptive`` — rung 7's kernel family, configured per problem.
+
+One warp-specialized TMA + wgmma kernel whose tile, cluster, operand order and K
+split are constexprs chosen per problem from a declared menu (``R8Config``), so that decode
+(M = 1) to prefill (M = 8192) shapes all fill the 132 SMs. At large M x N the heuristic picks
+exactly rung 7's shape (128x256 per CTA, two consumer warpgroups, 2-CTA cluster, B multicast).
+
+Changes from rung 7 (``multi_consumer``):
+  * the kernel is a family: ``NUM_CONSUMERS`` 1 or 2 (a 64- or 128-row CTA tile of
+    ``wgmma m64nNk16``), ``BLOCK_N`` 16..256, ``CLUSTER`` 1 (no multicast, no pair barrier)
+    or 2 (rung 7's B multicast); the stage count is the most that fits the shared memory;
+  * ``swap_ab`` (small M): the kernel runs on (B, A), so N fills the 64-row wgmma side and M
+    the narrow ``BLOCK_N`` side; the epilogue permutes the accumulator in registers and stores
+    the transposed tile into shared memory, and one TMA store writes D (a [BLOCK_N, 64] box);
+  * ``split_k`` (few tiles, long K): tile ids run over (split, tile); split s reduces the
+    k-tiles ``[s*kt//S, (s+1)*kt//S)`` and TMA-stores fp32 partials into its own slice of a
+    workspace allocated at compile time; ``splitk_reduce_kernel`` then sums the S slices in
+    order and writes D once per element (deterministic; nothing is zeroed: every element the
+    reduction reads was written by exactly one tile of its split);
+  * the grid is persistent (#SMs / CLUSTER programs striding over tiles) only when the tiles
+    exceed one wave; otherwise one program per tile and no tile loop (``PERSISTENT=False``).
+
+Config knobs (``R8Config``; the menu is curated, ``MENU`` below): ``block_m`` (64 | 128 rows
+per CTA = 1 | 2 consumer warpgroups), ``block_n``, ``cluster``, ``swap_ab``, ``split_k``,
+``group`` (L2 group of the tile order). Derived per problem, not knobs: the stage count (from
+the tile family) and persistence (from the problem's tile count).
+
+Shared memory per CTA (2-byte operands, BLOCK_K = 64; budget 224 KiB + barriers < 227 KiB):
+  stage = (block_m + block_n) x 64 x 2;  epilogue = block_m x block_n x (2, or 4 for split-K);
+  stages = min(8, (224 KiB - epilogue) // stage):
+
+  | tile (rows x cols) | stage | epilogue fp16 / fp32 | stages fp16 / fp32 |
+  | --- | --- | --- | --- |
+  | 128x256 (rung 7) | 48 KiB | 64 KiB / - | 3 / - |
+  | 128x128 | 32 KiB | 32 / 64 KiB | 6 / 5 |
+  | 128x64 | 24 KiB | 16 / 32 KiB | 8 / 8 |
+  | 64x256 | 40 KiB | 32 KiB / - | 4 / - |
+  | 64x128, 64x64 | 24, 16 KiB | 16, 8 / 32, 16 KiB | 8 / 8 |
+  | 128x32, 128x16; swap 128x16..64 | 18..24 KiB | 4..16 / 8..32 KiB | 8 / 8 |
+
+Barriers (per stage s; the pair barrier exists only with ``CLUSTER = 2``):
+
+  | name | count | arrives | waits | means |
+  | --- | --- | --- | --- | --- |
+  | ``ab_full`` | 1 + tx bytes | producer expect; TMA | every consumer | A boxes + B landed |
+  | ``ab_empty`` | NUM_CONSUMERS | each consumer (1 elected) | own producer | stage s free |
+  | ``b_empty`` | NUM_CONSUMERS x 2 CTAs | all consumers, remote | lead producer | B free in both |
+
+As in rung 7, the lead CTA issues the whole multicast B tile, so only its producer needs the
+pair barrier; the compiler fences the barrier inits cluster-wide and adds the exit barrier.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
+
+from triton.experimental import gluon
+from triton.experimental.gluon import language as gl
+from triton.experimental.gluon.language.nvidia.hopper import (
+    fence_async_shared,
+    mbarrier,
+    tma,
+    warpgroup_mma,
+    warpgroup_mma_wait,
+)
+
+from backends.gluon import spec
+from backends.gluon._host import (
+    DEFAULT_NUM_SMS,
+    Artifacts,
+    Desc,
+    GluonKernel,
+    Plan,
+    Ptr,
+    bind,
+    compile_offline,
+)
+from backends.gluon._pipeline import Counter
+from backends.gluon._schedule import grouped_tile
+from harness.protocol import ConfigSpace, KernelConfig, LaunchFn, Problem, cdiv, tma_launch
+
+# -- constants --------------------------------------------------------------------------------
+SUB_M = 64  # rows of one consumer warpgroup per CTA (wgmma m64)
+BLOCK_K = 64  # 128-byte rows of 2-byte operands: the widest swizzle
+SMEM_BUDGET = 224 * 1024  # buffers; barriers and the compiler's few bytes fit in 227 KiB
+MAX_STAGES = 8
+PRODUCER_WARPS = 1
+PRODUCER_REGS = 40  # setmaxnreg.dec for the TMA warp
+CONSUMER_REGS = 232  # setmaxnreg.inc for the second consumer warpgroup
+MAX_WORKSPACE_BYTES = 256 << 20  # fp32 partials; the heuristic's splits need < 10 MiB
+REDUCE_BLOCK_N = 512  # the split-K reduction: 4 warps x 32 lanes x 4 columns per row
+
+
+@gluon.aggregate
+class Smem:
+    """The shared-memory plan and the tile family, allocated before warp_specialize."""
+
+    a_desc: tma.tensor_descriptor
+    b_desc: tma.tensor_descriptor
+    c_desc: tma.tensor_descriptor
+    a_bufs: gl.shared_memory_descriptor
+    b_bufs: gl.shared_memory_descriptor
+    c_smem: gl.shared_memory_descriptor
+    ab_full: gl.shared_memory_descriptor
+    ab_empty: gl.shared_memory_descriptor
+    b_empty: gl.shared_memory_descriptor
+    M: gl.tensor
+    N: gl.tensor
+    K: gl.tensor
+    split_rows: gl.tensor
+    NUM_STAGES: gl.constexpr
+    GROUP_M: gl.constexpr
+    NUM_CONSUMERS: gl.constexpr
+    CLUSTER: gl.constexpr
+    SPLIT_K: gl.constexpr
+    SWAP_AB: gl.constexpr
+    PERSISTENT: gl.constexpr
+
+    @gluon.constexpr_function
+    def __init__(
+        self,
+        a_desc,
+        b_desc,
+        c_desc,
+        a_bufs,
+        b_bufs,
+        c_smem,
+        ab_full,
+        ab_empty,
+        b_empty,
+        M,
+        N,
+        K,
+        split_rows,
+        NUM_STAGES,
+        GROUP_M,
+        NUM_CONSUMERS,
+        CLUSTER,
+        SPLIT_K,
+        SWAP_AB,
+        PERSISTENT,
+    ):
+        self.a_desc = a_desc
+        self.b_desc = b_desc
+        self.c_desc = c_desc
+        self.a_bufs = a_bufs
+        self.b_bufs = b_bufs
+        self.c_smem = c_smem
+        self.ab_full = ab_full
+        self.ab_empty = ab_empty
+        self.b_empty = b_empty
+        self.M = M
+        self.N = N
+        self.K = K
+        self.split_rows = split_rows
+        self.NUM_STAGES = gl.constexpr(NUM_STAGES)
+        self.GROUP_M = gl.constexpr(GROUP_M)
+        self.NUM_CONSUMERS = gl.constexpr(NUM_CONSUMERS)
+        self.CLUSTER = gl.constexpr(CLUSTER)
+        self.SPLIT_K = gl.constexpr(SPLIT_K)
+        self.SWAP_AB = gl.constexpr(SWAP_AB)
+        self.PERSISTENT = gl.constexpr(PERSISTENT)
+
+
+# -- the tile schedule: (split, tile) ids, L2-grouped within a split ---------------------------
+@gluon.jit
+def _num_tiles(s: Smem):
+    TILE_M: gl.constexpr = s.a_desc.block_shape[0] * s.NUM_CONSUMERS  # the cluster tile
+    TILE_N: gl.constexpr = s.b_desc.block_shape[0]
+    return gl.cdiv(s.M, TILE_M) * gl.cdiv(s.N, TILE_N) * s.SPLIT_K
+
+
+@gluon.jit
+def _tile(s: Smem, tile_id):
+    """(off_m, off_n, first k-tile, end k-tile, split) of ``tile_id``, in the kernel's view."""
+    TILE_M: gl.constexpr = s.a_desc.block_shape[0] * s.NUM_CONSUMERS
+    TILE_N: gl.constexpr = s.b_desc.block_shape[0]
+    TILE_K: gl.constexpr = s.a_desc.block_shape[1]
+    num_tiles_m = gl.cdiv(s.M, TILE_M)
+    num_tiles_n = gl.cdiv(s.N, TILE_N)
+    k_tiles = gl.cdiv(s.K, TILE_K)
+    if s.SPLIT_K == 1:
+        split = 0
+        k_lo = 0
+        k_hi = k_tiles
+        tile_m, tile_n = grouped_tile(tile_id, num_tiles_m, num_tiles_n, s.GROUP_M)
+    else:
+        # Balanced ranges: split s gets k-tiles [s*kt//S, (s+1)*kt//S), never empty as long
+        # as kt >= S (the config's validity rule), so every split writes its whole slice.
+        tiles_mn = num_tiles_m * num_tiles_n
+        split = tile_id // tiles_mn
+        k_lo = split * k_tiles // s.SPLIT_K
+        k_hi = (split + 1) * k_tiles // s.SPLIT_K
+        tile_m, tile_n = grouped_tile(tile_id % tiles_mn, num_tiles_m, num_tiles_n, s.GROUP_M)
+    return tile_m * TILE_M, tile_n * TILE_N, k_lo, k_hi, split
+
+
+# -- producer: one warp issuing TMA ----------------------------------------------------------
+@gluon.jit
+def _load_tile(s: Smem, tile_id, empty):
+    BOX_M: gl.constexpr = s.a_desc.block_shape[0]  # one consumer's cluster rows
+    TILE_K: gl.constexpr = s.a_desc.block_shape[1]
+    off_m, off_n, k_lo, k_hi, _ = _tile(s, tile_id)
+    for kk in range(k_lo, k_hi):
+        mbarrier.wait(s.ab_empty.index(empty.index), empty.phase)
+        if s.CLUSTER == 2:
+            mbarrier.wait(s.b_empty.index(empty.index), empty.phase)  # lead CTA only
+        full = s.ab_full.index(empty.index)
+        # Each CTA receives its rows of each consumer's A box and the whole B tile.
+        mbarrier.expect(full, s.NUM_CONSUMERS * s.a_desc.nbytes_per_cta + s.b_desc.nbytes_per_cta)
+        for c in gl.static_range(s.NUM_CONSUMERS):
+            tma.async_load(
+                s.a_desc,
+                [off_m + c * BOX_M, kk * TILE_K],
+                full,
+                s.a_bufs.index(s.NUM_CONSUMERS * empty.index + c),
+            )
+        tma.async_load(
+            s.b_desc,
+            [off_n, kk * TILE_K],
+            full,
+            s.b_bufs.index(empty.index),
+            multicast=s.CLUSTER == 2,
+        )
+        empty = empty.next()
+    return empty
+
+
+@gluon.jit
+def _producer(s: Smem):
+    # Producer waits on "empty" starting at phase 1: fresh barriers report the previous
+    # phase complete, i.e. every stage starts free.
+    empty = Counter.create(1, s.NUM_STAGES)
+    if s.PERSISTENT:
+        for tile_id in range(gl.program_id(0), _num_tiles(s), gl.num_programs(0)):
+            empty = _load_tile(s, tile_id, empty)
+    else:
+        _load_tile(s, gl.program_id(0), empty)
+
+
+# -- consumers: one or two warpgroups issuing wgmma, each with its own epilogue ---------------
+@gluon.jit
+def _mma_tile(s: Smem, tile_id, C: gl.constexpr, full, release):
+    BOX_M: gl.constexpr = s.a_desc.block_shape[0]
+    TILE_N: gl.constexpr = s.b_desc.block_shape[0]
+    acc_layout: gl.constexpr = gl.NVMMADistributedLayout(
+        version=[3, 0],
+        warps_per_cta=[gl.num_warps(), 1],
+        instr_shape=[16, TILE_N, 16],
+        cga_layout=s.a_desc.layout.cga_layout,
+    )
+    off_m, off_n, k_lo, k_hi, split = _tile(s, tile_id)
+    acc = gl.zeros([BOX_M, TILE_N], gl.float32, acc_layout)
+    for kk in range(k_lo, k_hi):
+        mbarrier.wait(s.ab_full.index(full.index), full.phase)
+        a = s.a_bufs.index(s.NUM_CONSUMERS * full.index + C)
+        b = s.b_bufs.index(full.index).permute((1, 0))
+        acc = warpgroup_mma(a, b, acc, is_async=True)
+        # Keep one wgmma in flight: once only the newest is outstanding, the previous
+        # stage's operands are no longer read and can be handed back.
+        acc, a, b = warpgroup_mma_wait(num_outstanding=1, deps=(acc, a, b))
+        if kk > k_lo:
+            mbarrier.arrive(s.ab_empty.index(release.index))
+            if s.CLUSTER == 2:
+                mbarrier.arrive(s.b_empty.index(release.index))  # remote arrive on the lead
+            release = release.next()
+        full = full.next()
+    acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc,))
+    mbarrier.arrive(s.ab_empty.index(release.index))
+    if s.CLUSTER == 2:
+        mbarrier.arrive(s.b_empty.index(release.index))
+    release = release.next()
+
+    # Epilogue: registers -> shared -> TMA store into D (or into split's fp32 slice of the
+    # workspace). The previous tile's store overlapped this main loop; drain it before reuse.
+    tma.store_wait(pendings=0)
+    c_smem = s.c_smem.index(C)
+    row0 = split * s.split_rows  # 0 without split-K
+    if s.SWAP_AB:
+        # The kernel computed D^T (its rows are D's columns). The permute only relabels the
+        # register layout; the shared store transposes (stmatrix .trans for 16-bit D) into
+        # D's row-major box.
+        c_smem.store(gl.permute(acc.to(s.c_desc.dtype), (1, 0)))
+        fence_async_shared()  # generic-proxy smem writes -> async-proxy (TMA) reads
+        tma.async_store(s.c_desc, [row0 + off_n, off_m + C * BOX_M], c_smem)
+    else:
+        c_smem.store(acc.to(s.c_desc.dtype))
+        fence_async_shared()
+        tma.async_store(s.c_desc, [row0 + off_m + C * BOX_M, off_n], c_smem)
+    return full, release
+
+
+@gluon.jit
+def _consumer(s: Smem, C: gl.constexpr):
+    full = Counter.create(0, s.NUM_STAGES)
+    release = Counter.create(0, s.NUM_STAGES)
+    if s.PERSISTENT:
+        for tile_id in range(gl.program_id(0), _num_tiles(s), gl.num_programs(0)):
+            full, release = _mma_tile(s, tile_id, C, full, release)
+    else:
+        _mma_tile(s, gl.program_id(0), C, full, release)
+    tma.store_wait(pendings=0)
+
+
+@gluon.jit
+def r8_shape_adaptive_kernel(
+    a_desc,
+    b_desc,
+    c_desc,
+    M,
+    N,
+    K,
+    split_rows,
+    NUM_STAGES: gl.constexpr,
+    GROUP_M: gl.constexpr,
+    NUM_CONSUMERS: gl.constexpr,
+    CLUSTER: gl.constexpr,
+    SPLIT_K: gl.constexpr,
+    SWAP_AB: gl.constexpr,
+    PERSISTENT: gl.constexpr,
+    PRODUCER_WARPS: gl.constexpr,
+    PRODUCER_REGS: gl.constexpr,
+    CONSUMER_REGS: gl.constexpr,
+):
+    gl.static_assert(gl.num_ctas() == CLUSTER)
+    dtype: gl.constexpr = a_desc.dtype
+    # -- shared-memory plan --
+    a_bufs = gl.allocate_shared_memory(
+        dtype,
+        [NUM_STAGES * NUM_CONSUMERS] + a_desc.block_shape,  # noqa: RUF005
+        a_desc.layout,
+    )
+    b_bufs = gl.allocate_shared_memory(dtype, [NUM_STAGES] + b_desc.block_shape, b_desc.layout)  # noqa: RUF005
+    c_smem = gl.allocate_shared_memory(
+        c_desc.dtype,
+        [NUM_CONSUMERS] + c_desc.block_shape,  # noqa: RUF005
+        c_desc.layout,
+    )
+    # -- barriers --
+    ab_full = mbarrier.allocate_mbarrier(batch=NUM_STAGES)
+    ab_empty = mbarrier.allocate_mbarrier(batch=NUM_STAGES)
+    for i in gl.static_range(NUM_STAGES):
+        mbarrier.init(ab_full.index(i), count=1)  # the producer's expect; bytes via tx
+        mbarrier.init(ab_empty.index(i), count=NUM_CONSUMERS)  # one arrive per consumer
+    if CLUSTER == 2:
+        b_empty = mbarrier.allocate_mbarrier(batch=NUM_STAGES, two_ctas=True)
+        for i in gl.static_range(NUM_STAGES):
+            mbarrier.init(b_empty.index(i), count=NUM_CONSUMERS)  # x2 by Gluon: both CTAs
+    else:
+        b_empty = ab_empty  # one CTA: B lives only here, ab_empty guards it (never waited)
+    # A size of 1 arrives as a constexpr (Triton specializes it): make all four tensors.
+    s = Smem(
+        a_desc,
+        b_desc,
+        c_desc,
+        a_bufs,
+        b_bufs,
+        c_smem,
+        ab_full,
+        ab_empty,
+        b_empty,
+        gl.to_tensor(M),
+        gl.to_tensor(N),
+        gl.to_tensor(K),
+        gl.to_tensor(split_rows),
+        NUM_STAGES,
+        GROUP_M,
+        NUM_CONSUMERS,
+        CLUSTER,
+        SPLIT_K,
+        SWAP_AB,
+        PERSISTENT,
+    )
+    # -- roles --
+    if NUM_CONSUMERS == 2:
+        gl.warp_specialize(
+            [(_consumer, (s, 0)), (_producer, (s,)), (_consumer, (s, 1))],
+            [PRODUCER_WARPS, 4],
+            [PRODUCER_REGS, CONSUMER_REGS],
+        )
+    else:
+        gl.warp_specialize(
+            [(_consumer, (s, 0)), (_producer, (s,))], [PRODUCER_WARPS], [PRODUCER_REGS]
+        )
+
+
+# -- split-K: the second kernel, summing the fp32 slices in a fixed order ----------------------
+@gluon.jit
+def splitk_reduce_kernel(
+    w_ptr,
+    d_ptr,
+    M,
+    N,
+    ld_w,
+    split_rows,
+    SPLIT_K: gl.constexpr,
+    BLOCK_M: gl.constexpr,
+    BLOCK_N: gl.constexpr,
+):
+    """D[m, n] = sum over s = 0..SPLIT_K-1 of W[s * split_rows + m, n], D contiguous (M, N)."""
+    layout: gl.constexpr = gl.BlockedLayout([1, 4], [1, 32], [1, gl.num_warps()], [1, 0])
+    rows = gl.program_id(0) * BLOCK_M + gl.arange(0, BLOCK_M, gl.SliceLayout(1, layout))
+    cols = gl.program_id(1) * BLOCK_N + gl.arange(0, BLOCK_N, gl.SliceLayout(0, layout))
+    rows2 = gl.expand_dims(rows, 1).to(gl.int64)
+    cols2 = gl.expand_dims(cols, 0)
+    mask = (rows2 < M) & (cols2 < N)
+    offs = rows2 * ld_w + cols2
+    slice_stride = split_rows.to(gl.int64) * ld_w
+    acc = gl.zeros([BLOCK_M, BLOCK_N], gl.float32, layout)
+    for split in gl.static_range(SPLIT_K):  # fixed order: the sum is deterministic
+        acc += gl.load(w_ptr + split * slice_stride + offs, mask=mask, other=0.0)
+    gl.store(d_ptr + rows2 * N + cols2, acc.to(d_ptr.dtype.element_ty), mask=mask)
+
+
+# -- configs ------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class R8Config(KernelConfig):
+    """Rung 8's knobs. ``block_m`` x ``block_n`` is the CTA tile in the kernel's view (with
+    ``swap_ab`` its rows run along D's N and its columns along D's M); the cluster stacks
+    ``cluster`` CTAs along the kernel's rows and multicasts B."""
+
+    block_m: int = 128  # 64: one consumer warpgroup; 128: two
+    block_n: int = 256
+    cluster: int = 2
+    swap_ab: bool = False
+    split_k: int = 1
+    group: int = 8  # cluster-tile rows per L2 group
+
+    @property
+    def num_consumers(self) -> int:
+        return self.block_m // SUB_M
+
+    def stages(self, out_bytes: int) -> int:
+        """The deepest ring that fits next to the epilogue tile (``out_bytes`` per element)."""
+        stage = (self.block_m + self.block_n) * BLOCK_K * 2
+        epilogue = self.block_m * self.block_n * out_bytes
+        return min(MAX_STAGES, (SMEM_BUDGET - epilogue) // stage)
+
+
+#: Rung 7's config, the heuristic's answer for large M x N.
+RUNG7 = R8Config()
+
+
+def _menu() -> tuple[R8Config, ...]:
+    """Curated: cluster 2 only for the two largest tiles (where B traffic matters); split-K
+    only where the fp32 epilogue still leaves room for a ring (block_n <= 128); swap-AB only
+    with the narrow tiles that cover a small M (16/32/64 columns), cluster 1."""
+    menu = [RUNG7, R8Config(group=16), R8Config(block_n=128), R8Config(block_n=128, group=16)]
+    one_cta = ((128, 256), (128, 128), (128, 64), (128, 32), (128, 16), (64, 256), (64, 128))
+    for bm, bn in (*one_cta, (64, 64)):
+        menu.append(R8Config(bm, bn, cluster=1))
+    for bm, bn in ((128, 128), (128, 64), (64, 128), (64, 64)):
+        menu += [R8Config(bm, bn, cluster=1, split_k=s) for s in (2, 4, 8)]
+    for bm in (128, 64):
+        for bn in (16, 32, 64):
+            menu += [R8Config(bm, bn, cluster=1, swap_ab=True, split_k=s) for s in (1, 2, 4)]
+    return tuple(menu)
+
+
+MENU = _menu()
+
+
+def _valid(problem: Problem, config: R8Config) -> str | None:
+    k_tiles = cdiv(problem.k, BLOCK_K)
+    if config.split_k > k_tiles:
+        return f"splits K = {problem.k} ({k_tiles} k-tiles) into {config.split_k} parts"
+    rows, cols = workspace_shape(problem, config)
+    if config.split_k > 1 and rows * cols * 4 > MAX_WORKSPACE_BYTES:
+        return f"needs a {rows * cols * 4 >> 20} MiB split-K workspace (split-K is for small M x N)"
+    return None
+
+
+#: The heuristic's machine: an H100 SXM / H200 (the plan uses the real SM count).
+WAVE = DEFAULT_NUM_SMS
+PEAK_FLOPS_PER_SM = 989e12 / WAVE  # dense fp16 datasheet
+HBM_BYTES_PER_S = 3.0e12  # what a small split-K workspace round trip sees, conservatively
+REDUCE_LAUNCH_S = 1.5e-6  # the second kernel: launch gap plus its own latency
+MIN_K_PER_SPLIT = 512
+#: Fraction of peak one SM reaches with a CTA tile (rows, cols): a larger tile reuses each
+#: loaded byte more and keeps more wgmma work in flight. Estimates, refined by tuned tables.
+_EFFICIENCY = {
+    (128, 256): 0.97,
+    (128, 128): 0.90,
+    (128, 64): 0.75,
+    (128, 32): 0.50,
+    (128, 16): 0.30,
+    (64, 256): 0.85,
+    (64, 128): 0.72,
+    (64, 64): 0.55,
+    (64, 32): 0.35,
+    (64, 16): 0.20,
+}
+CLUSTER2_GAIN = 1.03  # B multicast halves B's L2 -> SM traffic
+
+
+def _ctas(problem: Problem, config: R8Config) -> int:
+    """CTAs (tiles x splits) of ``config`` on ``problem``."""
+    rows, cols = (problem.n, problem.m) if config.swap_ab else (problem.m, problem.n)
+    cluster_tiles = cdiv(rows, config.block_m * config.cluster) * cdiv(cols, config.block_n)
+    return cluster_tiles * config.cluster * config.split_k
+
+
+def _cost(problem: Problem, config: R8Config) -> float:
+    """Estimated seconds: waves of CTAs x k-steps per CTA x one k-step's MMA time at the tile's
+    efficiency, plus, with split-K, the reduction's launch and the fp32 round trip."""
+    waves = cdiv(_ctas(problem, config), WAVE)
+    k_steps = cdiv(cdiv(problem.k, BLOCK_K), config.split_k)
+    eff = _EFFICIENCY[(config.block_m, config.block_n)]
+    eff *= CLUSTER2_GAIN if config.cluster == 2 else 1.0
+    step = 2 * config.block_m * config.block_n * BLOCK_K / (eff * PEAK_FLOPS_PER_SM)
+    seconds = waves * k_steps * step
+    if config.split_k > 1:
+        workspace = config.split_k * problem.m * problem.n * 4
+        seconds += REDUCE_LAUNCH_S + 2 * workspace / HBM_BYTES_PER_S
+    return seconds
+
+
+def _heuristic(problem: Problem) -> R8Config:
+    """The menu config with the least ``_cost``, among:
+
+    * swap-AB when M <= 64 (N then fills the wgmma rows), else the unswapped tiles;
+    * a narrow block_n (16, 32) only as the narrowest that covers the short side (M swapped,
+      N unswapped): elsewhere it reloads the long operand for too little MMA work;
+    * split-K only where the unsplit tiles fill at most half a wave, the splits still fit in
+      one wave and each keeps >= 512 of K.
+
+    Ties go to the larger tile, then to cluster 2 (rung 7 at large M x N).
+    """
+    swap = problem.m <= 64
+    short = problem.m if swap else problem.n
+    cover = next((bn for bn in (16, 32, 64) if bn >= short), None)
+    k_tiles = cdiv(problem.k, BLOCK_K)
+
+    def allowed(c: R8Config) -> bool:
+        if c.swap_ab != swap or c.group != 8:
+            return False
+        if (swap or c.block_n < 64) and c.block_n != cover:
+            return False
+        if c.split_k == 1:
+            return True
+        unsplit = _ctas(problem, c) // c.split_k
+        return (
+            2 * unsplit <= WAVE
+            and unsplit * c.split_k <= WAVE
+            and k_tiles * BLOCK_K // c.split_k >= MIN_K_PER_SPLIT
+        )
+
+    candidates = [c for c in MENU if allowed(c) and _valid(problem, c) is None]
+    return min(
+        candidates,
+        key=lambda c: (_cost(problem, c), -c.block_m * c.block_n, -c.cluster, c.split_k),
+    )
+
+
+# -- host side ---------------------------------------------------------------------------------
+def plan(problem: Problem, num_sms: int, config: R8Config) -> Plan:
+    """The GEMM kernel's launch: descriptors in the kernel's view, stages, grid."""
+    rows, cols = (problem.n, problem.m) if config.swap_ab else (problem.m, problem.n)
+    box_m = SUB_M * config.cluster  # one consumer's A box: 64 rows in each CTA
+    split = config.split_k > 1
+    out_dtype = "fp32" if split else problem.dtype
+    cta = ((1, 0),) if config.cluster == 2 else ()
+    a_op, b_op = ("b", "a") if config.swap_ab else ("a", "b")
+    if config.swap_ab:  # D's box is the transposed tile: [block_n rows of D, 64 columns]
+        c_box = (config.block_n, box_m)
+    else:
+        c_box = (box_m, config.block_n)
+    tiles = cdiv(rows, box_m * config.num_consumers) * cdiv(cols, config.block_n) * config.split_k
+    programs = num_sms // config.cluster
+    persistent = tiles > programs
+    return Plan(
+        args=(
+            Desc(a_op, (box_m, BLOCK_K), cta),
+            Desc(b_op, (config.block_n, BLOCK_K), ((0, 0),) if config.cluster == 2 else ()),
+            Desc("w" if split else "c", c_box, cta, dtype=out_dtype if split else None),
+            rows,
+            cols,
+            problem.k,
+            slice_rows(problem, config),
+        ),
+        constexprs=dict(
+            NUM_STAGES=config.stages(4 if split else 2),
+            GROUP_M=config.group,
+            NUM_CONSUMERS=config.num_consumers,
+            CLUSTER=config.cluster,
+            SPLIT_K=config.split_k,
+            SWAP_AB=config.swap_ab,
+            PERSISTENT=persistent,
+            PRODUCER_WARPS=PRODUCER_WARPS,
+            PRODUCER_REGS=PRODUCER_REGS,
+            CONSUMER_REGS=CONSUMER_REGS,
+        ),
+        grid=(programs if persistent else tiles,),
+        num_warps=4,  # the default partition: consumer 0; consumer 1 is a 4-warp worker
+        num_ctas=config.cluster,
+    )
+
+
+def slice_rows(problem: Problem, config: R8Config) -> int:
+    """Rows of D per split-K slice of the workspace: M rounded up to the tile's D rows, so no
+    tile's TMA store crosses into the next slice."""
+    d_rows = config.block_n if config.swap_ab else config.block_m * config.cluster
+    return cdiv(problem.m, d_rows) * d_rows
+
+
+def workspace_shape(problem: Problem, config: R8Config) -> tuple[int, int]:
+    """The fp32 split-K workspace: ``split_k`` slices of ``split_rows`` x N (16-byte rows)."""
+    return config.split_k * slice_rows(problem, config), cdiv(problem.n, 4) * 4
+
+
+def reduce_plan(problem: Problem, config: R8Config) -> Plan:
+    block_m = min(8, 1 << (problem.m - 1).bit_length())
+    return Plan(
+        args=(
+            Ptr("w", dtype="fp32"),
+            Ptr("c"),
+            problem.m,
+            problem.n,
+            workspace_shape(problem, config)[1],
+            slice_rows(problem, config),
+        ),
+        constexprs=dict(SPLIT_K=config.split_k, BLOCK_M=block_m, BLOCK_N=REDUCE_BLOCK_N),
+        grid=(cdiv(problem.m, block_m), cdiv(problem.n, REDUCE_BLOCK_N)),
+        num_warps=4,
+    )
+
+
+class ShapeAdaptiveKernel(GluonKernel):
+    """Rung 7's host side plus split-K: a workspace allocated once per problem (outside the
+    launch) and a second launch, the reduction, which writes D with pointer stores."""
+
+    def _launcher(self, problem: Problem, config: KernelConfig | None) -> LaunchFn:
+        import torch
+
+        assert isinstance(config, R8Config)
+        if config.split_k == 1:
+            return super()._launcher(problem, config)
+        dev = torch.device("cuda", torch.cuda.current_device())
+        num_sms = torch.cuda.get_device_properties(dev).multi_processor_count
+        gemm = bind(self._jit_fn, plan(problem, num_sms, config), problem.dtype)
+        reduce = bind(splitk_reduce_kernel, reduce_plan(problem, config), problem.dtype)
+        # Never zeroed: the reduction reads only elements some split's tile wrote.
+        w = torch.empty(workspace_shape(problem, config), dtype=torch.float32, device=dev)
+
+        def run(a: Any, b: Any, d: Any) -> None:
+            tensors = {"a": a, "b": b, "c": d, "w": w}
+            gemm(tensors)
+            reduce(tensors)
+
+        return tma_launch(problem, run, dev, pad_d=False)  # D is written by pointers
+
+    def codegen(self, problem: Problem, arch: str, config: KernelConfig | None = None) -> Artifacts:
+        """The GEMM kernel's artifacts; with split-K, ``reduce_codegen`` has the second one."""
+        art = super().codegen(problem, arch, config)
+        chosen = self.config_for(problem, config)
+        if isinstance(chosen, R8Config) and chosen.split_k > 1:
+            note = f"split_k={chosen.split_k}: plus splitk_reduce_kernel (see reduce_codegen)"
+            art = dataclasses.replace(art, notes=(*art.notes, note))
+        return art
+
+    def reduce_codegen(
+        self, problem: Problem, arch: str, config: KernelConfig | None = None
+    ) -> Artifacts:
+        chosen = self.config_for(problem, config)
+        assert isinstance(chosen, R8Config) and chosen.split_k > 1, "no split-K in this config"
+        reduce = reduce_plan(problem, chosen)
+        return compile_offline(splitk_reduce_kernel, reduce, problem.dtype, arch)
+
+
+KERNEL = ShapeAdaptiveKernel(
+    spec(__name__),
+    jit_fn=r8_shape_adaptive_kernel,
+    plan=plan,
+    space=ConfigSpace(MENU, _heuristic, module=__name__, valid=_valid),
+    notes=(
+        "B multicast (cluster=2): as rung 7, the lead CTA issues the whole B tile",
+        "swap_ab: D^T tile transposed in registers (gl.permute), TMA-stored as D's box",
+    ),
+)
