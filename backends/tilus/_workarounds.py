@@ -32,6 +32,14 @@ before the first kernel is built (never at import) and is idempotent.
    map; any other layout goes to the 0.2.0 emitter unchanged. (Tilus 0.2.0 cannot slice a
    register tensor by a column range, so the kernel cannot split the store itself.)
 
+5. **Python's ``//`` becomes C's ``/`` in a script**: Tilus lowers floor division of ``int32``
+   values to C integer division, which truncates toward zero, so any ceiling division written
+   the Python way, ``-(-x // y)`` (``harness.gemm.cdiv``), compiles to ``-((-x) / y)`` — the
+   *floor* of x / y. Seen on an H200: with that ``cdiv`` in the grid size, every shape whose M
+   or N is not a tile multiple launched too few CTAs (200x328x72 left all of D unwritten; rung 7
+   at 128x256x64 launched no CTA at all). Not reported upstream yet. Avoided: scripts use
+   :func:`cdiv` below, ``(x + y - 1) // y``, whose operands stay non-negative.
+
 Also not patched but avoided: 0.2.0 places mbarriers into shared memory released by
 ``free_shared`` (fixed upstream by NVIDIA/tilus#154 in ``mbarrier_alloc_ctx.py``), so no kernel
 here calls ``free_shared``.
@@ -44,6 +52,13 @@ import importlib.metadata
 
 #: Where every TMA instruction of this backend is issued (workaround 2).
 TMA_SCOPE = "single_warp"
+
+
+def cdiv(x, y):
+    """Ceiling division for non-negative ``x``, written so Tilus lowers it correctly in a script
+    (defect 5): no negated operand meets C's truncating division."""
+    return (x + y - 1) // y
+
 
 TILUS_VERSION = "0.2.0"
 TVM_FFI_VERSION = "0.1.12"

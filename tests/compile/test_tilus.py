@@ -138,6 +138,16 @@ def test_every_config_compiles():
 
 
 @pytest.mark.parametrize("spec", SPECS, ids=[s.id for s in SPECS])
+def test_no_truncating_ceil_division(spec):
+    """Tilus lowers ``//`` to C's truncating ``/`` (``_workarounds`` defect 5): a Python-style
+    ceiling division ``-(-x // y)`` in a script becomes a floor and launches too few CTAs on any
+    non-tile-multiple shape. No negated operand may meet a division in the generated source."""
+    source = spec.load().cuda_source(Problem(200, 328, 72, "fp16"), spec.arch)
+    bad = re.findall(r"\(-\(?[A-Za-z_]\w*\)?\) / ", source)
+    assert not bad, f"{spec.id}: truncating division of a negated value: {bad[:3]}"
+
+
+@pytest.mark.parametrize("spec", SPECS, ids=[s.id for s in SPECS])
 def test_identity(spec):
     assert_identity_and_supports(spec, "tilus")
 

@@ -18,8 +18,9 @@ def test_rung_names_and_order_match_the_design_table() -> None:
         "warp_specialized",
         "cluster2",
         "multi_consumer",
+        "shape_adaptive",
     ]
-    assert [int(r) for r in Rung] == list(range(8))
+    assert [int(r) for r in Rung] == list(range(9))
     assert Rung.parse("5") is Rung.WARP_SPECIALIZED
     assert Rung.parse("cluster2") is Rung.CLUSTER2
     with pytest.raises(ValueError, match="unknown rung"):

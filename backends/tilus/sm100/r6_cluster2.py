@@ -53,8 +53,9 @@ from tilus import GlobalTensor, SharedTensor, int32, void_p
 from backends.tilus import spec
 from backends.tilus._host import TilusKernel
 from backends.tilus._schedule import GroupedOrder
+from backends.tilus._workarounds import cdiv
 from backends.tilus.sm100._pipeline import Pipeline, TmemAccumulators
-from harness.protocol import Problem, cdiv
+from harness.protocol import Problem
 
 # -- constants --------------------------------------------------------------------------------
 BLOCK_M = 128  # rows per CTA; the cta_group::2 MMA covers both CTAs' 256

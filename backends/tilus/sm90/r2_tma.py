@@ -31,7 +31,8 @@ from tilus import float32, int32, uint32, void_p
 
 from backends.tilus import spec
 from backends.tilus._host import TilusKernel
-from harness.protocol import Problem, cdiv
+from backends.tilus._workarounds import cdiv
+from harness.protocol import Problem
 
 # -- constants --------------------------------------------------------------------------------
 BLOCK_M = 128

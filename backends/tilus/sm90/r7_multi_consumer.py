@@ -46,7 +46,8 @@ from tilus.hidet.ir.primitives.cuda.setmaxnreg import setmaxnreg
 from backends.tilus import spec
 from backends.tilus._host import TilusKernel
 from backends.tilus._schedule import GroupedOrder
-from harness.protocol import ConfigSpace, KernelConfig, Problem, cdiv
+from backends.tilus._workarounds import cdiv
+from harness.protocol import ConfigSpace, KernelConfig, Problem
 
 # -- constants --------------------------------------------------------------------------------
 BLOCK_M = 128  # rows per CTA (64 per consumer warpgroup)
