@@ -6,12 +6,13 @@ Rung 8 keeps the kernel (persistent, warp-specialized, TMA ring, wgmma consumers
 a cluster) and makes its shape a config (``R8Config``):
 
 * ``tile_m`` x ``tile_n``: the CTA tile on the wgmma M x N sides. ``tile_m`` is 64 (one consumer
-  warpgroup) or 128 (two, as rung 7); ``tile_n`` 32 to 256 (the wgmma N).
+  warpgroup) or 128 (two, as rung 7); ``tile_n`` 16 to 256 (the wgmma N; 16 and 32 only swapped).
 * ``cluster``: 1, or 2 CTAs along M sharing the B tile by TMA multicast (rung 7).
-* ``swap_ab``: compute D^T[N, M] = B A^T. Small M then sits on the wgmma N side (n32 / n64)
-  and N fills the M side; A and B swap roles and D is written through a column-major view
-  (D^T(i, j) at i + j * ld), with direct predicated stores: D's bytes are M/K of B's (< 2 % at
-  M <= 64, K >= 4096), so the store path hardly matters; the weights (B) stream through TMA.
+* ``swap_ab``: compute D^T[N, M] = B A^T. Small M then sits on the wgmma N side (n16 / n32 /
+  n64, the narrowest that covers M) and N fills the M side (64 or 128 rows a CTA); A and B
+  swap roles and D is written through a column-major view (D^T(i, j) at i + j * ld), with
+  direct predicated stores: D's bytes are M/K of B's (< 2 % at M <= 64, K >= 4096), so the
+  store path hardly matters; the weights (B) stream through TMA.
 * ``split_k``: the k-tiles are divided evenly over ``split_k`` work units per output tile (the
   scheduler's L mode). Each writes its fp32 partial tile to its own slice of a workspace
   (``split_k`` x M x N fp32, allocated when the launcher is built, never in the launch);
@@ -21,10 +22,14 @@ a cluster) and makes its shape a config (``R8Config``):
 * ``persistent``: 1 = grid min(tiles, SMs / cluster), CTAs loop over tiles (rung 7); below one
   wave that grid *is* the tile count. 0 = one CTA per work unit, the hardware handing out the
   waves (same device code: each CTA's scheduler loop runs once; only the host's grid differs).
-* ``raster`` / ``group``: the scheduler's L2 grouping (rung 7); ``epilogue`` overlap / serial
-  (rung 7; overlap needs the TMA-store epilogue: N % 8 == 0, no swap, no split).
+* ``raster`` / ``group``: the scheduler's L2 grouping (rung 7), for unswapped, unsplit configs
+  (the others run ungrouped: the grouping pads the tile count to a multiple of the group, and
+  a swapped problem has one tile along N); both loops step over the padded work units, which
+  the scheduler reports as valid. ``epilogue`` overlap / serial (rung 7; overlap needs the
+  TMA-store epilogue: N % 8 == 0, no swap, no split).
 
-Stages are derived, not a knob: as many as fit next to the epilogue buffers, at most 8.
+Stages are derived, not a knob: as many as fit next to the epilogue buffers, at most 8 (12 for
+the swapped tiles, which stream B from DRAM).
 
 Shared-memory arithmetic (fp16/bf16; BLOCK_K = 64; 227 KiB usable, 1 KiB kept for barriers;
 epilogue buffers tile_m x 32 x 2 B, min(4, tile_n / 32) of them, only with the TMA-store
@@ -37,8 +42,8 @@ epilogue; "direct" = swap, split or N % 8 != 0):
     64x256      40 KiB     16 KiB        5                      5
     64x128      24 KiB     16 KiB        8                      8
     64x64       16 KiB      8 KiB        8                      8
-    128x32/64   20/24 KiB    -           -                      8   (swap_ab: tile_n covers M)
-    64x32/64    12/16 KiB    -           -                      8
+    128x16/32/64  18/20/24 KiB  -        -                  12/11/9   (swap_ab: tile_n covers M)
+    64x16/32/64   10/12/16 KiB  -        -                     12
 
 Barriers (as rung 7; one pair per stage, counts are arrivals per phase):
 
@@ -52,12 +57,19 @@ Barriers (as rung 7; one pair per stage, counts are arrivals per phase):
 The split-K reduce runs after the GEMM kernel on the same stream: stream order is its only
 synchronization.
 
-``_heuristic`` (tiles over the 132 SMs of an H100/H200): swap A and B when M <= 64 < N; take the
-largest tile of the family whose tile count fills >= 90 % of one wave (else the smallest);
-when that still leaves half the SMs idle, split K so that tiles x split fits ~1.1 waves with
->= 512 of K per split; B multicast (cluster 2) when there are at least a wave of tiles and two
-tile rows to share it; rung 7's overlapped epilogue whenever it applies. ``bench --tune`` times
-the whole menu, and a tuned table (``tuned/<gpu>.json``) overrides the heuristic per shape.
+``_heuristic`` (the Gluon rung 8's cost model, which reaches 86-113 % of cuBLAS on an H200 at
+M = 1..128): among the menu entries it allows, the least estimated time = waves of CTAs over the
+132 SMs x k-tiles per CTA x one k-tile's MMA time at the tile's efficiency (+ the reduce, with
+split-K). Swap A and B when M <= 64 < N, with tile_n the narrowest of 16/32/64 covering M (so
+M = 1..16 gets 128 or 64 rows of N x 16 columns: a 16 / 8 KiB box of B per k-tile, as Gluon);
+cluster 2 only on the 128x256 / 128x128 tiles; split-K only when the unsplit tiles fill at most
+half a wave, the splits fit one wave and keep >= 512 of K each; rung 7's overlapped epilogue
+wherever it applies. ``bench --tune`` times the whole menu, and a tuned table
+(``tuned/<gpu>.json``) overrides the heuristic per shape.
+
+TMA loads pass an explicit L2 cache policy (``TMA_CACHE_HINT``, CUTLASS C++'s EVICT_NORMAL):
+CuTeDSL 4.8.1 otherwise emits ``.L2::cache_hint`` with a policy of 0 (SASS ``desc[URZ]``),
+which neither CUTLASS C++ (0x1000000000000000) nor Triton (no hint) issues.
 """
 
 from __future__ import annotations
@@ -90,7 +102,11 @@ from harness.protocol import ConfigSpace, KernelConfig, Problem, cdiv
 BLOCK_K = 64  # k-tile: one 128-byte swizzle row of fp16/bf16
 SMEM_BYTES = 227 * 1024  # sm_90 dynamic shared memory per CTA
 BARRIER_BYTES = 1024  # ab_full/ab_empty for up to MAX_STAGES, rounded up to the 1 KiB alignment
+TMA_CACHE_HINT = 0x1000000000000000  # L2 policy EVICT_NORMAL as CUTLASS C++ passes (CacheHintSm90)
 MAX_STAGES = 8  # beyond this the ring only holds more bytes than TMA latency needs
+# Swapped (decode) tiles stream B from DRAM with no reuse: a deeper ring keeps more of it in
+# flight per SM (128x16: 11 x 16 KiB; 64x16: 11 x 8 KiB), one CTA per SM being all that fits.
+MAX_STAGES_SWAP = 12
 EPI_N = 32  # epilogue sub-tile width (tile_m x 32, one TMA store)
 MAX_EPI_STAGES = 4  # epilogue buffers in flight
 PRODUCER_REGS = 40  # setmaxnreg.dec for the producer warpgroup
@@ -119,7 +135,8 @@ class R8Config(KernelConfig):
 
 def _menu() -> tuple[R8Config, ...]:
     """The curated menu: rung 7's family, then smaller tiles (cluster, grid and split
-    variants), then the swap-AB family for small M. Every heuristic choice is on it."""
+    variants), then the swap-AB family for small M (16, 32 or 64 columns: the narrowest that
+    covers M). Every heuristic choice is on it."""
     menu = [
         R8Config(128, 256, 2, raster=raster, group=group, epilogue=epilogue)
         for group in (4, 8, 16)
@@ -132,7 +149,7 @@ def _menu() -> tuple[R8Config, ...]:
         menu.append(R8Config(tm, tn, 1, persistent=False, epilogue="serial"))
         menu += [R8Config(tm, tn, 1, split_k=s, epilogue="serial") for s in (2, 4, 8)]
     for tm in (128, 64):
-        for tn in (32, 64):
+        for tn in (16, 32, 64):
             menu += [
                 R8Config(tm, tn, 1, swap_ab=True, split_k=s, epilogue="serial")
                 for s in (1, 2, 4, 8)
@@ -179,42 +196,92 @@ def _valid(problem: Problem, config: R8Config) -> str | None:
     return None
 
 
-# Tile families, largest first: (tile_m, tile_n) on the wgmma sides.
-_TILES = ((128, 256), (128, 128), (128, 64), (64, 128), (64, 64))
-_SPLITS = (8, 4, 2)
+#: The heuristic's machine: an H100 SXM / H200 (132 SMs, one CTA per SM at 232 registers).
+PEAK_FLOPS_PER_SM = 989e12 / NUM_SMS  # dense fp16 datasheet
+HBM_BYTES_PER_S = 3.0e12  # what a small split-K workspace round trip sees, conservatively
+REDUCE_LAUNCH_S = 1.5e-6  # the reduce kernel: launch gap plus its own latency
+MIN_K_PER_SPLIT = 512
+#: Fraction of peak one SM reaches with a CTA tile (wgmma M side, N side): a larger tile reuses
+#: each loaded byte more. The Gluon rung 8's table (same kernel structure), which picks configs
+#: that reach 86-113 % of cuBLAS on an H200 across the sweep; refined by tuned tables.
+_EFFICIENCY = {
+    (128, 256): 0.97,
+    (128, 128): 0.90,
+    (128, 64): 0.75,
+    (128, 32): 0.50,
+    (128, 16): 0.30,
+    (64, 256): 0.85,
+    (64, 128): 0.72,
+    (64, 64): 0.55,
+    (64, 32): 0.35,
+    (64, 16): 0.20,
+}
+CLUSTER2_GAIN = 1.03  # B multicast halves B's L2 -> SM traffic
+CLUSTER2_TILES = ((128, 256), (128, 128))  # where that traffic matters (Gluon rung 8's rule)
+
+
+def _ctas(problem: Problem, config: R8Config) -> int:
+    """CTAs of ``config`` on ``problem``: tiles (rows padded to whole clusters) x splits."""
+    rows, cols = _oriented(problem, config)
+    cluster_rows = cdiv(rows, config.tile_m * config.cluster) * config.cluster
+    return cluster_rows * cdiv(cols, config.tile_n) * config.split_k
+
+
+def _cost(problem: Problem, config: R8Config) -> float:
+    """Estimated seconds: waves of CTAs x k-tiles per CTA x one k-tile's MMA time at the tile's
+    efficiency, plus, with split-K, the reduce's launch and the fp32 workspace round trip."""
+    waves = cdiv(_ctas(problem, config), NUM_SMS)
+    k_steps = cdiv(cdiv(problem.k, BLOCK_K), config.split_k)
+    eff = _EFFICIENCY[(config.tile_m, config.tile_n)]
+    eff *= CLUSTER2_GAIN if config.cluster == 2 else 1.0
+    step = 2 * config.tile_m * config.tile_n * BLOCK_K / (eff * PEAK_FLOPS_PER_SM)
+    seconds = waves * k_steps * step
+    if config.split_k > 1:
+        seconds += REDUCE_LAUNCH_S + 2 * workspace_elems(problem, config) * 4 / HBM_BYTES_PER_S
+    return seconds
 
 
 def _heuristic(problem: Problem) -> R8Config:
-    """Module docstring, last paragraph."""
+    """The menu config of least ``_cost`` (ties: larger tile, then cluster 2, then fewer splits),
+    among:
+
+    * swap-AB when M <= 64 < N, with the narrowest tile_n of 16/32/64 that covers M: N then
+      fills 128 (or 64) wgmma rows per CTA and every k-tile streams a 16 (8) KiB box of B;
+    * cluster 2 only for the 128x256 and 128x128 tiles; split-K only where the unsplit tiles
+      fill at most half a wave, the splits still fit one wave and each keeps >= 512 of K;
+    * persistent, raster m, group 8, and rung 7's overlapped epilogue wherever it applies.
+
+    At large M x N this is rung 7's configuration (128x256, cluster 2). ``bench --tune`` times
+    the whole menu, and a tuned table (``tuned/<gpu>.json``) overrides this per shape.
+    """
     swap = problem.m <= 64 < problem.n
-    if swap:
-        # tile_n covers M; N is split into 128 rows (two consumers share the tiny A^T tile) or,
-        # when that leaves SMs idle, 64.
-        tn = 32 if problem.m <= 32 else 64
-        family = ((128, tn), (64, tn))
-    else:
-        family = _TILES
-    cfg = R8Config(*family[-1], 1, swap_ab=swap, epilogue="serial")
-    for tm, tn in family:
-        cand = R8Config(tm, tn, 1, swap_ab=swap, epilogue="serial")
-        if _tiles(problem, cand)[0] * _tiles(problem, cand)[1] >= 0.9 * NUM_SMS:
-            cfg = cand
-            break
-    tiles_m, tiles_n = _tiles(problem, cfg)
-    tiles = tiles_m * tiles_n
-    if tiles < NUM_SMS / 2:
-        for s in _SPLITS:
-            if tiles * s <= 1.1 * NUM_SMS and problem.k // s >= 512:
-                return R8Config(
-                    cfg.tile_m, cfg.tile_n, 1, swap_ab=swap, split_k=s, epilogue="serial"
-                )
-    if swap:
-        return cfg
-    overlap = "overlap" if tma_store_variant(problem) else "serial"
-    # Multicast halves B's L2 -> SM traffic when a wave of tiles shares B columns; with a
-    # single tile row the peer CTA would compute only zero-filled rows.
-    cluster = 2 if tiles >= 0.9 * NUM_SMS and tiles_m >= 2 else 1
-    return R8Config(cfg.tile_m, cfg.tile_n, cluster, epilogue=overlap)
+    cover = next(tn for tn in (16, 32, 64) if tn >= problem.m) if swap else None
+    tma_store = tma_store_variant(problem)
+
+    def allowed(c: R8Config) -> bool:
+        if c.swap_ab != swap or c.raster != "m" or c.group != 8 or not c.persistent:
+            return False
+        if swap and c.tile_n != cover:
+            return False
+        if c.cluster == 2 and (c.tile_m, c.tile_n) not in CLUSTER2_TILES:
+            return False
+        want = "overlap" if _tma_epilogue(tma_store, c) else "serial"
+        if c.epilogue != want:
+            return False
+        if c.split_k == 1:
+            return True
+        unsplit = _ctas(problem, c) // c.split_k
+        return (
+            2 * unsplit <= NUM_SMS
+            and unsplit * c.split_k <= NUM_SMS
+            and problem.k // c.split_k >= MIN_K_PER_SPLIT
+        )
+
+    candidates = [c for c in MENU if allowed(c) and _valid(problem, c) is None]
+    return min(
+        candidates,
+        key=lambda c: (_cost(problem, c), -c.tile_m * c.tile_n, -c.cluster, c.split_k),
+    )
 
 
 # -- the kernel ------------------------------------------------------------------------------
@@ -233,15 +300,25 @@ class Gemm:
         self.tma_store = tma_store  # D's rows are 16-byte aligned (N % 8 == 0)
         self.tma_epi = _tma_epilogue(tma_store, config)
         self.overlap = self.tma_epi and config.epilogue == "overlap"
-        self.l2_group, self.raster_m = config.group, config.raster == "m"
+        # The scheduler's L2 grouping rounds the tile count along N (raster m) or M (raster n)
+        # up to a multiple of the group, and the padded work units are *valid* tiles to it:
+        # unguarded, each runs the whole K loop (TMA of the real rows of the other operand, MMA
+        # on zeros) and stores nothing. Swapped, the N side is cdiv(M, tile_n) = 1 tile: 8 units
+        # of work for each real one (the first H200 run: 13-23 % of cuBLAS at M = 1, 16).
+        # Grouping only pays for large M x N, so swap and split-K configs run ungrouped (no
+        # padding, tiles dealt round-robin); the grouped ones step over padded units (_padded).
+        self.l2_group = 1 if config.swap_ab or config.split_k > 1 else config.group
+        self.raster_m = config.raster == "m"
         # Non-persistent: as many clusters as there are work units (grid.z bound in _valid).
         self.max_active_clusters = num_sms // config.cluster if config.persistent else MAX_GRID_Z
         self.tile_mnk = (self.tile_m, self.tile_n, BLOCK_K)
         self.epi_tile = (self.tile_m, EPI_N)
-        self.epi_stages = min(MAX_EPI_STAGES, self.tile_n // EPI_N)
+        # (>= 1: a swap tile of 16 columns has no TMA-store epilogue but still names a plan)
+        self.epi_stages = max(1, min(MAX_EPI_STAGES, self.tile_n // EPI_N))
         epi_bytes = self.tile_m * EPI_N * 2 * self.epi_stages if self.tma_epi else 0
         stage_bytes = (self.tile_m + self.tile_n) * BLOCK_K * 2
-        self.num_stages = min(MAX_STAGES, (SMEM_BYTES - BARRIER_BYTES - epi_bytes) // stage_bytes)
+        max_stages = MAX_STAGES_SWAP if self.swap else MAX_STAGES
+        self.num_stages = min(max_stages, (SMEM_BYTES - BARRIER_BYTES - epi_bytes) // stage_bytes)
         self.epilogue = EpilogueConfig(
             (self.tile_m, self.tile_n),
             self.epi_tile,
@@ -468,6 +545,10 @@ class Gemm:
             cute.group_modes(gB, 0, 2),
         )
         k_tiles = cute.size(gA, mode=[3])
+        # Real tile counts: the grouped scheduler pads the count along N (raster m) or M
+        # (raster n) up to the group; both loops step over those padded units (_padded).
+        tiles_m, tiles_n = cute.size(gA, mode=[2]), cute.size(gB, mode=[2])
+        rank_m = cluster_coord[0]
 
         pipeline.pipeline_init_wait(cluster_shape_mn=self.cluster_mn)
 
@@ -480,6 +561,10 @@ class Gemm:
                 )
                 work = sched.initial_work_tile_info()
                 prod = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, stages)
+                if cutlass.const_expr(self.l2_group > 1):
+                    while work.is_valid_tile & self._padded(work, tiles_m, tiles_n, rank_m):
+                        sched.advance_to_next_work()
+                        work = sched.get_current_work()
                 while work.is_valid_tile:
                     tile_m, tile_n, split = work.tile_idx
                     # Split s owns k-tiles [k_tiles*s/S, k_tiles*(s+1)/S): never empty, as
@@ -494,6 +579,7 @@ class Gemm:
                             tAgA[(None, tile_m, kt)],
                             tAsA[(None, prod.index)],
                             tma_bar_ptr=bar,
+                            cache_policy=cutlass.Int64(TMA_CACHE_HINT),
                         )
                         if cutlass.const_expr(self.cluster_m > 1):
                             cute.copy(
@@ -501,6 +587,7 @@ class Gemm:
                                 tBgB[(None, tile_n, kt)],
                                 tBsB[(None, prod.index)],
                                 tma_bar_ptr=bar,
+                                cache_policy=cutlass.Int64(TMA_CACHE_HINT),
                                 mcast_mask=b_mcast_mask,
                             )
                         else:
@@ -509,10 +596,15 @@ class Gemm:
                                 tBgB[(None, tile_n, kt)],
                                 tBsB[(None, prod.index)],
                                 tma_bar_ptr=bar,
+                                cache_policy=cutlass.Int64(TMA_CACHE_HINT),
                             )
                         prod.advance()
                     sched.advance_to_next_work()
                     work = sched.get_current_work()
+                    if cutlass.const_expr(self.l2_group > 1):
+                        while work.is_valid_tile & self._padded(work, tiles_m, tiles_n, rank_m):
+                            sched.advance_to_next_work()
+                            work = sched.get_current_work()
                 # No remote arrive may target this CTA's barriers after it exits.
                 ab_pipe.producer_tail(prod)
 
@@ -546,6 +638,10 @@ class Gemm:
                 prev_m = cutlass.Int32(0)
                 prev_n = cutlass.Int32(0)
                 tiles_done = cutlass.Int32(0)
+            if cutlass.const_expr(self.l2_group > 1):
+                while work.is_valid_tile & self._padded(work, tiles_m, tiles_n, rank_m):
+                    sched.advance_to_next_work()
+                    work = sched.get_current_work()
             while work.is_valid_tile:
                 tile_m, tile_n, split = work.tile_idx
                 num_k = k_tiles * (split + 1) // self.split_k - k_tiles * split // self.split_k
@@ -583,12 +679,22 @@ class Gemm:
 
                 sched.advance_to_next_work()
                 work = sched.get_current_work()
+                if cutlass.const_expr(self.l2_group > 1):
+                    while work.is_valid_tile & self._padded(work, tiles_m, tiles_n, rank_m):
+                        sched.advance_to_next_work()
+                        work = sched.get_current_work()
 
             if cutlass.const_expr(self.overlap):
                 if tiles_done > 0:
                     epi.store(tRS_rD_tile, prev_m, prev_n, warp_idx)
             if cutlass.const_expr(self.tma_epi):
                 epi.drain()
+
+    def _padded(self, work, tiles_m, tiles_n, rank_m):
+        """A padded work unit of the grouped scheduler: its N tile, or its cluster's first M
+        tile, lies beyond the real tile count (both CTAs of a cluster agree)."""
+        tile_m, tile_n, _ = work.tile_idx
+        return (tile_n >= tiles_n) | (tile_m - rank_m >= tiles_m)
 
     # -- device: the split-K reduce ----------------------------------------------------------
     @cute.kernel
