@@ -180,9 +180,15 @@ class TunedTable:
     """The winners of ``bench --tune`` on one GPU model: kernel id -> problem -> config name.
 
     A lookup takes the exact problem if it was tuned; otherwise, among tuned problems with the
-    same N, K and dtype, the one nearest in M (on a log scale, as decode-to-prefill shapes grow
-    in M); otherwise nothing, and the kernel's heuristic decides.
+    same N, K and dtype and an M within a factor of :attr:`M_REACH`, the one nearest in M (on a
+    log scale, as decode-to-prefill shapes grow in M); otherwise nothing, and the kernel's
+    heuristic decides. The reach keeps a sparse table from carrying a decode choice to a
+    prefill shape (seen on an H200: an M = 16 swap-AB entry served 8192x8192x8192 at 19 % of
+    cuBLAS).
     """
+
+    #: How far in M (as a ratio) a tuned entry may stand in for an untuned problem.
+    M_REACH = 2.0
 
     gpu: str
     kernels: Mapping[str, tuple[TunedEntry, ...]]
@@ -197,6 +203,7 @@ class TunedTable:
             e
             for e in entries
             if (e.problem.n, e.problem.k, e.problem.dtype) == (problem.n, problem.k, problem.dtype)
+            and abs(math.log(e.problem.m / problem.m)) <= math.log(self.M_REACH)
         ]
         if not near:
             return None

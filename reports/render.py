@@ -1035,7 +1035,8 @@ def readme_summary(ds: Dataset) -> str:
     lines = [
         f"{env.get('gpu', '?')} ({_fmt(env.get('power_limit_w'), '.0f')} W power limit), runs "
         f"up to {(created or '?')[:10]}, cuBLAS (`torch.matmul`) timed in the same run. Each "
-        "DSL's final kernel (its highest measured rung), TFLOPS (% of cuBLAS):",
+        "DSL's final kernel (its highest measured rung of the seed chain, 1-7; rung 8 is in the "
+        "shape sweep), TFLOPS (% of cuBLAS):",
         "",
     ]
     rows = []
