@@ -14,6 +14,7 @@ from compile_checks import assert_listing_imports_no_dsl
 
 from backends.cutedsl import kernels
 from harness.protocol import Problem, Rung
+from harness.tile_cost import HOPPER
 
 pytest.importorskip("cutlass", reason="nvidia-cutlass-dsl is not installed")
 
@@ -382,9 +383,9 @@ def test_r8_select_on_the_sweep() -> None:
         units = tiles_m * tiles_n * c.split_k
         # Enough work units for most of a wave, unless the problem is too small to split (one
         # wave of larger tiles can beat two of smaller: 128x10240 takes 80 128x128 tiles).
-        assert units >= 0.5 * r8.NUM_SMS or p.m * p.n <= 512 * 512, (p.key, c.name)
+        assert units >= 0.5 * HOPPER.num_sms or p.m * p.n <= 512 * 512, (p.key, c.name)
         if c.split_k > 1:
-            assert units <= 1.1 * r8.NUM_SMS and p.k // c.split_k >= 512
+            assert units <= 1.1 * HOPPER.num_sms and p.k // c.split_k >= 512
         if p.m == 8192 or (p.m, p.n, p.k) == (2048, 2048, 2048):
             assert c == r8.R8Config(), p.key  # rung 7's configuration: 128x256, cluster 2
     rung7 = r8.R8Config(128, 256, 2, epilogue="overlap")

@@ -18,6 +18,7 @@ from compile_checks import assert_identity_and_supports, assert_listing_imports_
 
 from backends.gluon import kernels
 from harness.protocol import Problem, Rung
+from harness.tile_cost import HOPPER
 
 SPECS = kernels()
 PROBLEM = Problem(4096, 4096, 4096, "fp16")
@@ -267,8 +268,8 @@ def test_r8_select_valid_for_every_problem():
         ]
         assert all(hi > lo for lo, hi in ranges) and ranges[-1][1] == k_tiles
         if config.split_k > 1:
-            assert problem.k // config.split_k >= r8.MIN_K_PER_SPLIT
-            assert r8._ctas(problem, config) <= r8.WAVE  # one wave, one tile per CTA
+            assert problem.k // config.split_k >= HOPPER.min_k_per_split
+            assert r8._ctas(problem, config) <= HOPPER.num_sms  # one wave, one tile per CTA
             assert r8.slice_rows(problem, config) >= problem.m
         assert 1 <= plan.grid[0] <= r8._ctas(problem, config) // config.cluster
         assert config.swap_ab == (problem.m <= 64)
@@ -304,7 +305,10 @@ def test_r8_select_on_the_sweep():
         if p.m == 8192:
             assert c == r8.RUNG7, (p.key, c.name)
         ctas = r8._ctas(p, c)
-        assert ctas > r8.WAVE or ctas >= r8.WAVE * 0.6 or p.m * p.n <= 512 * 512, (p.key, c.name)
+        assert ctas > HOPPER.num_sms or ctas >= HOPPER.num_sms * 0.6 or p.m * p.n <= 512 * 512, (
+            p.key,
+            c.name,
+        )
     assert chosen[Problem(8192, 8192, 8192)] == r8.RUNG7
     assert chosen[Problem(1, 4096, 4096)].split_k > 1
     assert chosen[Problem(1, 4096, 14336)].split_k > 1

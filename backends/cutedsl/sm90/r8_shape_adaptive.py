@@ -87,7 +87,7 @@ from cutlass.memory import SmemAllocator
 from cutlass.tensor_utils import LayoutEnum
 
 from backends.cutedsl import spec
-from backends.cutedsl._host import DEFAULT_NUM_SMS, CuteDslKernel, tma_store_variant
+from backends.cutedsl._host import CuteDslKernel, tma_store_variant
 from backends.cutedsl._operands import operand_tensors
 from backends.cutedsl.sm90._epilogue import (
     EpilogueConfig,
@@ -97,6 +97,7 @@ from backends.cutedsl.sm90._epilogue import (
 )
 from backends.cutedsl.sm90.r7_multi_consumer import mma_k_tile
 from harness.protocol import ConfigSpace, KernelConfig, Problem, cdiv
+from harness.tile_cost import HOPPER
 
 # -- constants -------------------------------------------------------------------------------
 BLOCK_K = 64  # k-tile: one 128-byte swizzle row of fp16/bf16
@@ -113,7 +114,6 @@ PRODUCER_REGS = 40  # setmaxnreg.dec for the producer warpgroup
 CONSUMER_REGS = 232  # setmaxnreg.inc for the consumer warpgroups
 THREADS_PER_WG = 128
 EPI_STORE_WARP = THREADS_PER_WG // 32  # first warp of the first consumer issues TMA stores
-NUM_SMS = DEFAULT_NUM_SMS  # H100 SXM / H200: what the heuristic counts waves against
 MAX_GRID_Z = 65535  # a non-persistent grid puts its clusters on grid.z
 REDUCE_THREADS, REDUCE_VEC = 256, 4  # split-K reduce: threads a block, elements a thread
 
@@ -196,28 +196,8 @@ def _valid(problem: Problem, config: R8Config) -> str | None:
     return None
 
 
-#: The heuristic's machine: an H100 SXM / H200 (132 SMs, one CTA per SM at 232 registers).
-PEAK_FLOPS_PER_SM = 989e12 / NUM_SMS  # dense fp16 datasheet
-HBM_BYTES_PER_S = 3.0e12  # what a small split-K workspace round trip sees, conservatively
-REDUCE_LAUNCH_S = 1.5e-6  # the reduce kernel: launch gap plus its own latency
-MIN_K_PER_SPLIT = 512
-#: Fraction of peak one SM reaches with a CTA tile (wgmma M side, N side): a larger tile reuses
-#: each loaded byte more. The Gluon rung 8's table (same kernel structure), which picks configs
-#: that reach 86-113 % of cuBLAS on an H200 across the sweep; refined by tuned tables.
-_EFFICIENCY = {
-    (128, 256): 0.97,
-    (128, 128): 0.90,
-    (128, 64): 0.75,
-    (128, 32): 0.50,
-    (128, 16): 0.30,
-    (64, 256): 0.85,
-    (64, 128): 0.72,
-    (64, 64): 0.55,
-    (64, 32): 0.35,
-    (64, 16): 0.20,
-}
-CLUSTER2_GAIN = 1.03  # B multicast halves B's L2 -> SM traffic
-CLUSTER2_TILES = ((128, 256), (128, 128))  # where that traffic matters (Gluon rung 8's rule)
+#: Where cluster 2's halved B traffic matters (the Gluon rung 8's rule).
+CLUSTER2_TILES = ((128, 256), (128, 128))
 
 
 def _ctas(problem: Problem, config: R8Config) -> int:
@@ -228,17 +208,17 @@ def _ctas(problem: Problem, config: R8Config) -> int:
 
 
 def _cost(problem: Problem, config: R8Config) -> float:
-    """Estimated seconds: waves of CTAs x k-tiles per CTA x one k-tile's MMA time at the tile's
-    efficiency, plus, with split-K, the reduce's launch and the fp32 workspace round trip."""
-    waves = cdiv(_ctas(problem, config), NUM_SMS)
-    k_steps = cdiv(cdiv(problem.k, BLOCK_K), config.split_k)
-    eff = _EFFICIENCY[(config.tile_m, config.tile_n)]
-    eff *= CLUSTER2_GAIN if config.cluster == 2 else 1.0
-    step = 2 * config.tile_m * config.tile_n * BLOCK_K / (eff * PEAK_FLOPS_PER_SM)
-    seconds = waves * k_steps * step
-    if config.split_k > 1:
-        seconds += REDUCE_LAUNCH_S + 2 * workspace_elems(problem, config) * 4 / HBM_BYTES_PER_S
-    return seconds
+    """Estimated seconds (``harness.tile_cost``: waves x k-tiles x a k-tile at the tile's
+    efficiency, plus the reduce and the fp32 workspace round trip with split-K)."""
+    return HOPPER.seconds(
+        ctas=_ctas(problem, config),
+        k=problem.k,
+        block_k=BLOCK_K,
+        tile=(config.tile_m, config.tile_n),
+        cluster=config.cluster,
+        split_k=config.split_k,
+        workspace_bytes=workspace_elems(problem, config) * 4,
+    )
 
 
 def _heuristic(problem: Problem) -> R8Config:
@@ -271,11 +251,7 @@ def _heuristic(problem: Problem) -> R8Config:
         if c.split_k == 1:
             return True
         unsplit = _ctas(problem, c) // c.split_k
-        return (
-            2 * unsplit <= NUM_SMS
-            and unsplit * c.split_k <= NUM_SMS
-            and problem.k // c.split_k >= MIN_K_PER_SPLIT
-        )
+        return HOPPER.split_pays(unsplit, c.split_k, problem.k // c.split_k)
 
     candidates = [c for c in MENU if allowed(c) and _valid(problem, c) is None]
     return min(

@@ -68,7 +68,6 @@ from triton.experimental.gluon.language.nvidia.hopper import (
 
 from backends.gluon import spec
 from backends.gluon._host import (
-    DEFAULT_NUM_SMS,
     Artifacts,
     Desc,
     GluonKernel,
@@ -80,6 +79,7 @@ from backends.gluon._host import (
 from backends.gluon._pipeline import Counter
 from backends.gluon._schedule import grouped_tile
 from harness.protocol import ConfigSpace, KernelConfig, LaunchFn, Problem, cdiv, tma_launch
+from harness.tile_cost import HOPPER
 
 # -- constants --------------------------------------------------------------------------------
 SUB_M = 64  # rows of one consumer warpgroup per CTA (wgmma m64)
@@ -472,29 +472,6 @@ def _valid(problem: Problem, config: R8Config) -> str | None:
     return None
 
 
-#: The heuristic's machine: an H100 SXM / H200 (the plan uses the real SM count).
-WAVE = DEFAULT_NUM_SMS
-PEAK_FLOPS_PER_SM = 989e12 / WAVE  # dense fp16 datasheet
-HBM_BYTES_PER_S = 3.0e12  # what a small split-K workspace round trip sees, conservatively
-REDUCE_LAUNCH_S = 1.5e-6  # the second kernel: launch gap plus its own latency
-MIN_K_PER_SPLIT = 512
-#: Fraction of peak one SM reaches with a CTA tile (rows, cols): a larger tile reuses each
-#: loaded byte more and keeps more wgmma work in flight. Estimates, refined by tuned tables.
-_EFFICIENCY = {
-    (128, 256): 0.97,
-    (128, 128): 0.90,
-    (128, 64): 0.75,
-    (128, 32): 0.50,
-    (128, 16): 0.30,
-    (64, 256): 0.85,
-    (64, 128): 0.72,
-    (64, 64): 0.55,
-    (64, 32): 0.35,
-    (64, 16): 0.20,
-}
-CLUSTER2_GAIN = 1.03  # B multicast halves B's L2 -> SM traffic
-
-
 def _ctas(problem: Problem, config: R8Config) -> int:
     """CTAs (tiles x splits) of ``config`` on ``problem``."""
     rows, cols = (problem.n, problem.m) if config.swap_ab else (problem.m, problem.n)
@@ -503,18 +480,17 @@ def _ctas(problem: Problem, config: R8Config) -> int:
 
 
 def _cost(problem: Problem, config: R8Config) -> float:
-    """Estimated seconds: waves of CTAs x k-steps per CTA x one k-step's MMA time at the tile's
-    efficiency, plus, with split-K, the reduction's launch and the fp32 round trip."""
-    waves = cdiv(_ctas(problem, config), WAVE)
-    k_steps = cdiv(cdiv(problem.k, BLOCK_K), config.split_k)
-    eff = _EFFICIENCY[(config.block_m, config.block_n)]
-    eff *= CLUSTER2_GAIN if config.cluster == 2 else 1.0
-    step = 2 * config.block_m * config.block_n * BLOCK_K / (eff * PEAK_FLOPS_PER_SM)
-    seconds = waves * k_steps * step
-    if config.split_k > 1:
-        workspace = config.split_k * problem.m * problem.n * 4
-        seconds += REDUCE_LAUNCH_S + 2 * workspace / HBM_BYTES_PER_S
-    return seconds
+    """Estimated seconds (``harness.tile_cost``: waves x k-steps x a k-step at the tile's
+    efficiency, plus the reduction with split-K)."""
+    return HOPPER.seconds(
+        ctas=_ctas(problem, config),
+        k=problem.k,
+        block_k=BLOCK_K,
+        tile=(config.block_m, config.block_n),
+        cluster=config.cluster,
+        split_k=config.split_k,
+        workspace_bytes=config.split_k * problem.m * problem.n * 4,
+    )
 
 
 def _heuristic(problem: Problem) -> R8Config:
@@ -541,11 +517,7 @@ def _heuristic(problem: Problem) -> R8Config:
         if c.split_k == 1:
             return True
         unsplit = _ctas(problem, c) // c.split_k
-        return (
-            2 * unsplit <= WAVE
-            and unsplit * c.split_k <= WAVE
-            and k_tiles * BLOCK_K // c.split_k >= MIN_K_PER_SPLIT
-        )
+        return HOPPER.split_pays(unsplit, c.split_k, k_tiles * BLOCK_K // c.split_k)
 
     candidates = [c for c in MENU if allowed(c) and _valid(problem, c) is None]
     return min(
