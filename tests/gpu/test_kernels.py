@@ -57,9 +57,13 @@ def _failures(spec: KernelSpec, records) -> list[str]:
 @pytest.mark.parametrize("spec", SPECS, ids=[s.id for s in SPECS])
 def test_kernel_is_correct(spec: KernelSpec) -> None:
     _runnable(spec)
-    suites = ["smoke", "ragged"] + (
-        ["square", "ksweep"] if spec.rung == Rung.MULTI_CONSUMER else []
-    )
+    extra = {
+        Rung.MULTI_CONSUMER: ["square", "ksweep"],
+        # rung 8's code paths (swap-AB, split-K, each tile family) are chosen by shape: the
+        # sweep lands on every one of them
+        Rung.SHAPE_ADAPTIVE: ["square", "sweep"],
+    }
+    suites = ["smoke", "ragged", *extra.get(spec.rung, [])]
     problems = expand(suites, ["fp16", "bf16"])
     with Runner([spec], RunSettings(measure=False, timeout_s=300)) as runner:
         records = list(runner.run(problems))
