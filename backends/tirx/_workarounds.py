@@ -10,8 +10,9 @@ helper's CUDA source once into the generated translation unit.
    ``tvm/backend/cuda/cpp/asm.py``); patched, it passes the register *by value* to its helper,
    so the empty asm orders only a copy and nothing else. Without a working fence nvcc is free
    to move accumulator reads/writes across the asynchronous ``wgmma.mma_async`` ...
-   ``wgmma.wait_group`` window, and ptxas answers by serializing the MMAs (warning C7514,
-   "wgmma serialized") or, worse, by reading an accumulator before the MMA wrote it.
+   ``wgmma.wait_group`` window, and ptxas answers by serializing the MMAs (C7514,
+   "wgmma serialized", printed as an info line) or, worse, by reading an accumulator before
+   the MMA wrote it.
    Upstream: the op exists in ``tvm/backend/cuda/op.py`` (``cuda_wgmma_noop_barrier``); no
    fix was found in apache/tvm at the time of writing (2026-11; check before relying on it).
 
@@ -26,8 +27,9 @@ helper's CUDA source once into the generated translation unit.
    move across the fence. The kernels call it for every accumulator element
    (a) after ``wgmma.fence`` and before the MMA batch, so the zero-init / previous values are
    in the registers the MMA reads, and (b) after ``wgmma.wait_group``, so no epilogue read is
-   hoisted above the wait. With it ptxas reports no C7514 for the pipelined kernels
-   (``tests/compile/test_tirx.py::test_no_wgmma_serialization``).
+   hoisted above the wait. With it ptxas reports no C7514 for rungs 4-7; rung 3 still gets one
+   for another reason, not isolated (``tests/compile/test_tirx.py::test_wgmma_serialization``,
+   README).
 
 2. ``T.vectorized`` over a global -> shared fp16 copy emits invalid CUDA.
    A vectorized 8 x fp16 gather from a buffer with a symbolic row stride (``K``) is lowered to
