@@ -89,6 +89,7 @@ from cutlass.tensor_utils import LayoutEnum
 from backends.cutedsl import spec
 from backends.cutedsl._host import CuteDslKernel, tma_store_variant
 from backends.cutedsl._operands import operand_tensors
+from backends.cutedsl._workarounds import padded_unit
 from backends.cutedsl.sm90._epilogue import (
     EpilogueConfig,
     TmaStoreEpilogue,
@@ -282,7 +283,8 @@ class Gemm:
         # on zeros) and stores nothing. Swapped, the N side is cdiv(M, tile_n) = 1 tile: 8 units
         # of work for each real one (the first H200 run: 13-23 % of cuBLAS at M = 1, 16).
         # Grouping only pays for large M x N, so swap and split-K configs run ungrouped (no
-        # padding, tiles dealt round-robin); the grouped ones step over padded units (_padded).
+        # padding, tiles dealt round-robin); the grouped ones step over padded units
+        # (``_workarounds.padded_unit``).
         self.l2_group = 1 if config.swap_ab or config.split_k > 1 else config.group
         self.raster_m = config.raster == "m"
         # Non-persistent: as many clusters as there are work units (grid.z bound in _valid).
@@ -522,7 +524,7 @@ class Gemm:
         )
         k_tiles = cute.size(gA, mode=[3])
         # Real tile counts: the grouped scheduler pads the count along N (raster m) or M
-        # (raster n) up to the group; both loops step over those padded units (_padded).
+        # (raster n) up to the group; both loops step over those padded units (``padded_unit``).
         tiles_m, tiles_n = cute.size(gA, mode=[2]), cute.size(gB, mode=[2])
         rank_m = cluster_coord[0]
 
@@ -538,7 +540,7 @@ class Gemm:
                 work = sched.initial_work_tile_info()
                 prod = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, stages)
                 if cutlass.const_expr(self.l2_group > 1):
-                    while work.is_valid_tile & self._padded(work, tiles_m, tiles_n, rank_m):
+                    while work.is_valid_tile & padded_unit(work, tiles_m, tiles_n, rank_m):
                         sched.advance_to_next_work()
                         work = sched.get_current_work()
                 while work.is_valid_tile:
@@ -578,7 +580,7 @@ class Gemm:
                     sched.advance_to_next_work()
                     work = sched.get_current_work()
                     if cutlass.const_expr(self.l2_group > 1):
-                        while work.is_valid_tile & self._padded(work, tiles_m, tiles_n, rank_m):
+                        while work.is_valid_tile & padded_unit(work, tiles_m, tiles_n, rank_m):
                             sched.advance_to_next_work()
                             work = sched.get_current_work()
                 # No remote arrive may target this CTA's barriers after it exits.
@@ -615,7 +617,7 @@ class Gemm:
                 prev_n = cutlass.Int32(0)
                 tiles_done = cutlass.Int32(0)
             if cutlass.const_expr(self.l2_group > 1):
-                while work.is_valid_tile & self._padded(work, tiles_m, tiles_n, rank_m):
+                while work.is_valid_tile & padded_unit(work, tiles_m, tiles_n, rank_m):
                     sched.advance_to_next_work()
                     work = sched.get_current_work()
             while work.is_valid_tile:
@@ -656,7 +658,7 @@ class Gemm:
                 sched.advance_to_next_work()
                 work = sched.get_current_work()
                 if cutlass.const_expr(self.l2_group > 1):
-                    while work.is_valid_tile & self._padded(work, tiles_m, tiles_n, rank_m):
+                    while work.is_valid_tile & padded_unit(work, tiles_m, tiles_n, rank_m):
                         sched.advance_to_next_work()
                         work = sched.get_current_work()
 
@@ -665,12 +667,6 @@ class Gemm:
                     epi.store(tRS_rD_tile, prev_m, prev_n, warp_idx)
             if cutlass.const_expr(self.tma_epi):
                 epi.drain()
-
-    def _padded(self, work, tiles_m, tiles_n, rank_m):
-        """A padded work unit of the grouped scheduler: its N tile, or its cluster's first M
-        tile, lies beyond the real tile count (both CTAs of a cluster agree)."""
-        tile_m, tile_n, _ = work.tile_idx
-        return (tile_n >= tiles_n) | (tile_m - rank_m >= tiles_m)
 
     # -- device: the split-K reduce ----------------------------------------------------------
     @cute.kernel

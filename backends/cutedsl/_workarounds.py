@@ -1,0 +1,29 @@
+"""CuTeDSL 4.8.1 behaviour this backend works around, each with where it bites.
+
+1. **The grouped persistent scheduler runs padded work units as real ones.**
+   ``utils.PersistentTileSchedulerParams`` with an L2 group (``swizzle_size`` > 1) rounds the
+   cluster count along the walked dimension (N for raster m, M for raster n) up to a multiple
+   of the group, and ``StaticPersistentTileScheduler``'s ``is_valid_tile`` is judged against
+   that padded count. A padded unit runs a full K loop on out-of-bounds tiles (TMA fills zeros,
+   every store is masked), so results stay correct while the work grows: seen on an H200 with
+   rung 8's swap-AB, where N is cdiv(M, tile_n) = 1 tile padded to 8, at 13-23 % of cuBLAS
+   (8x the work). Not reported upstream yet. Worked around in rung 8: swap-AB and split-K
+   configs run ungrouped (no padding), and grouped configs step over padded units with
+   :func:`padded_unit`. Rungs 4-7 use the same scheduler with a group of 8 and are left as
+   they were measured (no padding on the square and K-sweep shapes; 1.2-2x the units on ragged
+   ones such as 4095x4097, which are checked, not timed).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["padded_unit"]
+
+
+def padded_unit(work: Any, tiles_m: Any, tiles_n: Any, rank_m: Any) -> Any:
+    """Whether ``work`` (a ``WorkTileInfo``) is a padded unit (defect 1): its N tile, or its
+    cluster's first M tile, lies beyond the real tile count. Both CTAs of a cluster agree, so
+    they skip the same units. Traced inline into the kernel (a DSL boolean)."""
+    tile_m, tile_n, _ = work.tile_idx
+    return (tile_n >= tiles_n) | (tile_m - rank_m >= tiles_m)
