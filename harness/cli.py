@@ -172,6 +172,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
     specs = _select(reg, args)
     if args.config and args.tune:
         raise UsageError("--config and --tune exclude each other (--tune times every config)")
+    if args.tune_top is not None and (not args.tune or args.tune_top < 1):
+        raise UsageError("--tune-top N needs --tune and N >= 1")
     if not args.no_reference and not any(s.rung == Rung.CUBLAS for s in specs):
         specs = [s for s in reg if s.rung == Rung.CUBLAS and args.device in s.devices] + specs
     specs = [s for s in specs if args.device in s.devices]
@@ -199,6 +201,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         timer=timer,
         configs=tuple(args.config),
         tune=args.tune,
+        tune_top=args.tune_top,
     )
     env: dict[str, Any] = {
         **host_environment(specs),
@@ -210,6 +213,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
             "dtypes": args.dtype,
             "configs": list(args.config),
             "tune": args.tune,
+            "tune_top": args.tune_top,
         },
     }
     counts: dict[str, int] = {}
@@ -221,7 +225,13 @@ def cmd_bench(args: argparse.Namespace) -> int:
             _check_configs(runner.menus(), args.config)
         _print(
             f"bench: {len(runnable)} kernel(s) x {len(problems)} problem(s) on {args.device}"
-            + (" (tuning every config)" if args.tune else "")
+            + (
+                ""
+                if not args.tune
+                else " (tuning every config)"
+                if args.tune_top is None
+                else f" (tuning each kernel's {args.tune_top} best-ranked configs)"
+            )
             + f" -> {out}"
         )
         env.update(runner.device_info())
@@ -389,6 +399,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--tune",
         action="store_true",
         help="time every config valid for each problem (kernels with a config space)",
+    )
+    p.add_argument(
+        "--tune-top",
+        type=int,
+        metavar="N",
+        help="with --tune: time only the N configs the kernel ranks best for each problem "
+        "(its cost model; menu order without one), plus its own choice",
     )
     p.add_argument("--out", help=f"results JSON path or folder (default {DEFAULT_RUN_DIR}/)")
     p.add_argument("--csv", help="also write the records as CSV here")

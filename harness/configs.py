@@ -24,7 +24,7 @@ import importlib.util
 import json
 import math
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Generic, TypeVar
@@ -282,6 +282,9 @@ class ConfigSpace(Generic[C]):
     module: str | None = None
     #: Why ``config`` cannot run ``problem`` (None: it can). The heuristic must pick a valid one.
     valid: Callable[[Problem, C], str | None] = lambda problem, config: None
+    #: The configs valid for a problem, most promising first (e.g. by the heuristic's cost
+    #: model): what ``bench --tune --tune-top N`` times the first N of. None: menu order.
+    rank: Callable[[Problem], Sequence[C]] | None = None
 
     def __post_init__(self) -> None:
         if not self.menu:
@@ -309,6 +312,27 @@ class ConfigSpace(Generic[C]):
         if why:
             raise ValueError(f"heuristic chose {choice.name} for {problem.key}, which {why}")
         return choice
+
+
+def tune_candidates(kernel: Any, problem: Problem, top: int | None = None) -> list[KernelConfig]:
+    """The configs ``bench --tune`` times for ``problem``: every menu entry the kernel
+    supports, or with ``top`` the first ``top`` of the kernel's ranking (``ranked(problem)``,
+    menu order for a kernel without one) plus its own selection, so that a tuned table can
+    always compare a winner with what the kernel would have run."""
+    menu = config_space(kernel) or ()
+
+    def ok(c: KernelConfig) -> bool:
+        return (kernel.supports(problem, c) if c is not None else kernel.supports(problem)) is None
+
+    if top is None:
+        return [c for c in menu if ok(c)]
+    ranked = getattr(kernel, "ranked", None)
+    order = list(ranked(problem) or menu) if callable(ranked) else list(menu)
+    chosen = [c for c in order if c in menu and ok(c)][:top]
+    selected = kernel.select(problem)
+    if selected is not None and selected not in chosen and ok(selected):
+        chosen.append(selected)
+    return chosen
 
 
 def config_space(kernel: Any) -> tuple[KernelConfig, ...] | None:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import enum
 import importlib
 import importlib.util
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -318,6 +318,12 @@ class SpecKernel:
         if self.space is None:
             return None
         return self.space.select(self.spec.id, problem, current_gpu_name())
+
+    def ranked(self, problem: Problem) -> Sequence[KernelConfig] | None:
+        """The space's ranking of the configs for ``problem`` (None: it has none)."""
+        if self.space is None or self.space.rank is None:
+            return None
+        return self.space.rank(problem)
 
     def config_for(self, problem: Problem, config: KernelConfig | None) -> KernelConfig | None:
         return config if config is not None else self.select(problem)

@@ -37,6 +37,8 @@ class RunSettings:
     configs: tuple[str, ...] = ()
     #: Time every config valid for each problem (kernels with a config space).
     tune: bool = False
+    #: With ``tune``: only the kernel's ``tune_top`` best-ranked configs (plus its own choice).
+    tune_top: int | None = None
 
 
 def base_record(spec: KernelSpec, problem: Problem, **fields: Any) -> BenchRecord:
@@ -123,7 +125,8 @@ class Runner:
             return [None]
         if self.settings.tune:
             rec = base_record(spec, problem)
-            reply = self._call(spec, rec, {"op": "configs_for", "problem": problem})
+            cmd = {"op": "configs_for", "problem": problem, "top": self.settings.tune_top}
+            reply = self._call(spec, rec, cmd)
             if isinstance(reply, BenchRecord):
                 return reply
             names = reply["configs"]

@@ -6,7 +6,7 @@ crash is confined to this process. Commands:
 
 ``env``          describe the device (name, SMs, L2, capability, CUDA, torch version)
 ``describe``     the kernel's config menu (names), or None without a config space
-``configs_for``  the menu entries valid for a problem (what ``bench --tune`` times)
+``configs_for``  the menu entries ``bench --tune`` times for a problem (``top``: the best ranked)
 ``prepare``      resolve the config, ask ``supports``, ``compile`` (timed), check correctness
 ``measure``      allocate rotated input sets, warm up, time launches with NVML telemetry, free
 ``release``      drop a prepared (problem, config) launch
@@ -27,7 +27,7 @@ import traceback
 from multiprocessing.connection import Connection
 from typing import Any, NoReturn
 
-from harness.configs import config_space, resolve_config
+from harness.configs import config_space, resolve_config, tune_candidates
 from harness.protocol import KernelSpec, Problem
 from harness.quiet import quiet_third_party
 
@@ -85,11 +85,10 @@ def _describe(state: _State) -> dict[str, Any]:
     return {"configs": None if menu is None else [c.name for c in menu]}
 
 
-def _configs_for(state: _State, problem: Problem) -> dict[str, Any]:
-    """The menu entries valid for ``problem`` (what ``bench --tune`` times)."""
-    kernel = state.load()
-    menu = config_space(kernel) or ()
-    return {"configs": [c.name for c in menu if _supports(kernel, problem, c) is None]}
+def _configs_for(state: _State, problem: Problem, top: int | None) -> dict[str, Any]:
+    """The menu entries ``bench --tune`` times for ``problem`` (all valid ones, or the kernel's
+    ``top`` best ranked plus its own choice)."""
+    return {"configs": [c.name for c in tune_candidates(state.load(), problem, top)]}
 
 
 def _config_fields(kernel: Any, problem: Problem, config: Any) -> dict[str, Any]:
@@ -231,7 +230,7 @@ def serve(conn: Connection, spec: KernelSpec | None, device: str) -> None:
             elif op == "describe":
                 reply = _describe(state)
             elif op == "configs_for":
-                reply = _configs_for(state, cmd["problem"])
+                reply = _configs_for(state, cmd["problem"], cmd.get("top"))
             elif op == "prepare":
                 reply = _prepare(state, cmd["problem"], cmd.get("checks", 2), cmd.get("config"))
             elif op == "measure":

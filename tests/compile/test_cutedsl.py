@@ -381,18 +381,20 @@ def test_r8_select_on_the_sweep() -> None:
             assert c.tile_n == 16 and c.cluster == 1 and c.epilogue == "serial"
         tiles_m, tiles_n = r8._tiles(p, c)
         units = tiles_m * tiles_n * c.split_k
-        # Enough work units for most of a wave, unless the problem is too small to split (one
+        # Enough work units for nearly half a wave, unless the problem is too small to split:
+        # decode streams the weights from DRAM, which 64 CTAs already do at full speed (one
         # wave of larger tiles can beat two of smaller: 128x10240 takes 80 128x128 tiles).
-        assert units >= 0.5 * HOPPER.num_sms or p.m * p.n <= 512 * 512, (p.key, c.name)
+        assert units >= 0.45 * HOPPER.num_sms or p.m * p.n <= 512 * 512, (p.key, c.name)
         if c.split_k > 1:
             assert units <= 1.1 * HOPPER.num_sms and p.k // c.split_k >= 512
         if p.m == 8192 or (p.m, p.n, p.k) == (2048, 2048, 2048):
             assert c == r8.R8Config(), p.key  # rung 7's configuration: 128x256, cluster 2
     rung7 = r8.R8Config(128, 256, 2, epilogue="overlap")
     assert kernel.select(Problem(8192, 8192, 8192, "fp16")) == rung7
-    # Decode with few output tiles and long K: split-K fills the SMs.
+    # Decode with few output tiles and long K: split-K fills the SMs; with a short K the
+    # reduce costs more than the 64 unsplit 64x16 tiles lose (measured on an H200).
     assert kernel.select(Problem(1, 4096, 14336, "fp16")).split_k > 1
-    assert kernel.select(Problem(16, 4096, 4096, "fp16")).split_k > 1
+    assert kernel.select(Problem(16, 4096, 4096, "fp16")).split_k == 1
     assert kernel.select(Problem(256, 256, 16384, "fp16")).split_k > 1
     assert kernel.select(Problem(1, 57344, 8192, "fp16")).split_k == 1  # 448 tiles already
     # Mid M: smaller tiles, no split.
@@ -400,9 +402,10 @@ def test_r8_select_on_the_sweep() -> None:
     assert (mid.tile_m, mid.tile_n, mid.split_k, mid.swap_ab) == (64, 64, 1, False)
     assert kernel.select(Problem(1024, 1024, 1024, "fp16")).tile_n == 64
     # The measured H200 regressions of the first heuristic (swap 64x32, 64x64 cluster 2, 128x256
-    # at 1024 x 6144) now get the configs the Gluon rung 8 reaches 86-113 % of cuBLAS with.
+    # at 1024 x 6144) get the configs the Gluon rung 8 reaches 86-113 % of cuBLAS with; decode
+    # at 4096x4096 the unsplit 64x16 tile its tune found 3-8 % faster than 128x16 split 4.
     one = kernel.select(Problem(1, 4096, 4096, "fp16"))
-    assert (one.tile_m, one.tile_n, one.swap_ab, one.split_k) == (128, 16, True, 4)
+    assert (one.tile_m, one.tile_n, one.swap_ab, one.split_k) == (64, 16, True, 1)
     mid = kernel.select(Problem(128, 6144, 4096, "fp16"))
     assert (mid.tile_m, mid.tile_n, mid.cluster) == (128, 64, 1)
     big = kernel.select(Problem(1024, 6144, 4096, "fp16"))

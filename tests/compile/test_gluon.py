@@ -289,9 +289,11 @@ def test_r8_menu_fits_shared_memory():
 
 
 def test_r8_select_on_the_sweep():
-    """What each ``sweep`` shape gets: decode shapes swap A and B with a 16-wide tile; short
-    wide problems with long K split it; prefill shapes get rung 7's configuration; and no
-    choice leaves more than a third of the SMs idle when it fits in one wave."""
+    """What each ``sweep`` shape gets: decode shapes swap A and B with a 16-wide tile and
+    split K only where few tiles stream a long K; prefill shapes get rung 7's configuration;
+    and no choice leaves more than 55 % of the SMs idle (decode is bound by streaming the
+    weights from DRAM, which 64 CTAs already do at full speed: measured at 1x4096x4096, 64
+    unsplit 64x16 tiles beat 128 CTAs of split-K by 4 %)."""
     r8 = _r8()
     from harness.problems import expand
 
@@ -305,14 +307,15 @@ def test_r8_select_on_the_sweep():
         if p.m == 8192:
             assert c == r8.RUNG7, (p.key, c.name)
         ctas = r8._ctas(p, c)
-        assert ctas > HOPPER.num_sms or ctas >= HOPPER.num_sms * 0.6 or p.m * p.n <= 512 * 512, (
+        assert ctas > HOPPER.num_sms or ctas >= HOPPER.num_sms * 0.45 or p.m * p.n <= 512 * 512, (
             p.key,
             c.name,
         )
     assert chosen[Problem(8192, 8192, 8192)] == r8.RUNG7
-    assert chosen[Problem(1, 4096, 4096)].split_k > 1
-    assert chosen[Problem(1, 4096, 14336)].split_k > 1
-    assert chosen[Problem(128, 4096, 14336)].split_k > 1
+    assert chosen[Problem(1, 4096, 4096)].split_k == 1  # 64 tiles stream the weights
+    assert chosen[Problem(1, 4096, 14336)].split_k > 1  # 32 tiles of 128 rows, K = 14336
+    assert chosen[Problem(16, 4096, 14336)].split_k > 1
+    assert r8._ctas(Problem(128, 4096, 14336), chosen[Problem(128, 4096, 14336)]) >= 128
     assert chosen[Problem(1, 57344, 8192)].split_k == 1  # 448 tiles: no need to split
     assert chosen[Problem(2048, 2048, 2048)] == r8.RUNG7
     assert chosen[Problem(1024, 1024, 1024)].block_m * chosen[Problem(1024, 1024, 1024)].block_n < (

@@ -164,6 +164,23 @@ def test_tune_times_every_valid_config(plugin_env, tmp_path: Path) -> None:
     assert [rec.config for rec in recs if rec.selected] == ["split=1", "split=1"]
 
 
+def test_tune_top_times_the_best_ranked_and_the_kernels_own_choice(
+    plugin_env, tmp_path: Path
+) -> None:
+    r, out = _bench_tuned(plugin_env, tmp_path, "--tune", "--tune-top", "1")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "best-ranked" in r.stdout
+    got: dict[str, list[str]] = {}
+    for rec in load(out).bench:
+        if rec.kernel == "toy/tuned":
+            got.setdefault(rec.problem_key, []).append(rec.config)
+    # the ranking's first valid config, then the selection (split=1)
+    assert got == {"64x64x64-fp16": ["split=4", "split=1"], "64x64x40-fp16": ["split=1"]}
+    assert load(out).environment["run"]["tune_top"] == 1
+    r, _ = _bench_tuned(plugin_env, tmp_path, "--tune-top", "2")
+    assert r.returncode == 2 and "--tune-top N needs --tune" in r.stderr
+
+
 @pytest.mark.slow
 def test_killed_run_keeps_what_it_measured(plugin_env, tmp_path: Path) -> None:
     out = tmp_path / "run.json"

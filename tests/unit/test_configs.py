@@ -17,6 +17,7 @@ from harness.configs import (
     TunedTable,
     check_request,
     resolve_config,
+    tune_candidates,
     tuned_table_path,
 )
 from harness.gemm import Problem
@@ -123,6 +124,29 @@ def test_resolve_config_forces_names_and_overrides() -> None:
     with pytest.raises(ValueError, match="declares no configs"):
         resolve_config(object(), P, "group=4")
     assert resolve_config(object(), P, None) is None
+
+
+class _Ranked(_Configurable):
+    """Ranks the menu backwards; refuses raster n with group 4."""
+
+    def supports(self, problem: Problem, config: Knobs | None = None) -> str | None:
+        return "no" if config == Knobs(4, "n") else None
+
+    def ranked(self, problem: Problem) -> list[Knobs]:
+        return list(reversed(MENU))
+
+
+def test_tune_candidates_take_the_top_of_the_ranking_plus_the_kernels_own_choice() -> None:
+    k = _Ranked()
+    assert tune_candidates(k, P) == [c for c in MENU if c != Knobs(4, "n")]
+    # reversed menu without the refused config: (8, n), (8, m), (4, m)
+    assert tune_candidates(k, P, top=1) == [Knobs(8, "n"), Knobs()]  # + the selection
+    assert tune_candidates(k, P, top=2) == [Knobs(8, "n"), Knobs(8, "m")]
+    assert tune_candidates(k, P, top=9) == [Knobs(8, "n"), Knobs(8, "m"), Knobs(4, "m")]
+    # without a ranking, menu order
+    plain = _Configurable()
+    plain.supports = lambda problem, config=None: None  # type: ignore[attr-defined]
+    assert tune_candidates(plain, P, top=1) == [MENU[0], Knobs()]
 
 
 def test_config_requests_are_checked_on_names_alone() -> None:

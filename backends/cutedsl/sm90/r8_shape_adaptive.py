@@ -204,22 +204,44 @@ CLUSTER2_TILES = ((128, 256), (128, 128))
 def _ctas(problem: Problem, config: R8Config) -> int:
     """CTAs of ``config`` on ``problem``: tiles (rows padded to whole clusters) x splits."""
     rows, cols = _oriented(problem, config)
-    cluster_rows = cdiv(rows, config.tile_m * config.cluster) * config.cluster
-    return cluster_rows * cdiv(cols, config.tile_n) * config.split_k
+    tile = (config.tile_m, config.tile_n)
+    return HOPPER.ctas(
+        rows=rows, cols=cols, tile=tile, cluster=config.cluster, split_k=config.split_k
+    )
 
 
 def _cost(problem: Problem, config: R8Config) -> float:
-    """Estimated seconds (``harness.tile_cost``: waves x k-tiles x a k-tile at the tile's
-    efficiency, plus the reduce and the fp32 workspace round trip with split-K)."""
+    """Estimated seconds (``harness.tile_cost``: the slowest of MMA, cold weight stream and
+    DRAM, plus the reduce and the fp32 workspace round trip with split-K)."""
     return HOPPER.seconds(
-        ctas=_ctas(problem, config),
+        m=problem.m,
+        n=problem.n,
         k=problem.k,
+        swap_ab=config.swap_ab,
         block_k=BLOCK_K,
         tile=(config.tile_m, config.tile_n),
         cluster=config.cluster,
         split_k=config.split_k,
-        workspace_bytes=workspace_elems(problem, config) * 4,
     )
+
+
+def _variant(problem: Problem, c: R8Config) -> bool:
+    """``c`` changes what the cost model cannot see: raster, group, a non-persistent grid or
+    the other epilogue than the one the problem's D allows to overlap."""
+    want = "overlap" if _tma_epilogue(tma_store_variant(problem), c) else "serial"
+    return c.raster != "m" or c.group != 8 or not c.persistent or c.epilogue != want
+
+
+def _ranked(problem: Problem) -> list[R8Config]:
+    """Every valid menu config, cheapest first by ``_cost`` (what ``bench --tune --tune-top``
+    times first), the variants the model cannot tell apart after all the others; ties go to
+    the larger tile, then cluster 2, then fewer splits."""
+    valid = [c for c in MENU if _valid(problem, c) is None]
+    key = {
+        c: (_variant(problem, c), _cost(problem, c), -c.tile_m * c.tile_n, -c.cluster, c.split_k)
+        for c in valid
+    }
+    return sorted(valid, key=key.__getitem__)
 
 
 def _heuristic(problem: Problem) -> R8Config:
@@ -237,28 +259,20 @@ def _heuristic(problem: Problem) -> R8Config:
     """
     swap = problem.m <= 64 < problem.n
     cover = next(tn for tn in (16, 32, 64) if tn >= problem.m) if swap else None
-    tma_store = tma_store_variant(problem)
 
     def allowed(c: R8Config) -> bool:
-        if c.swap_ab != swap or c.raster != "m" or c.group != 8 or not c.persistent:
+        if c.swap_ab != swap or _variant(problem, c):
             return False
         if swap and c.tile_n != cover:
             return False
         if c.cluster == 2 and (c.tile_m, c.tile_n) not in CLUSTER2_TILES:
-            return False
-        want = "overlap" if _tma_epilogue(tma_store, c) else "serial"
-        if c.epilogue != want:
             return False
         if c.split_k == 1:
             return True
         unsplit = _ctas(problem, c) // c.split_k
         return HOPPER.split_pays(unsplit, c.split_k, problem.k // c.split_k)
 
-    candidates = [c for c in MENU if allowed(c) and _valid(problem, c) is None]
-    return min(
-        candidates,
-        key=lambda c: (_cost(problem, c), -c.tile_m * c.tile_n, -c.cluster, c.split_k),
-    )
+    return next(c for c in _ranked(problem) if allowed(c))
 
 
 # -- the kernel ------------------------------------------------------------------------------
@@ -690,6 +704,6 @@ KERNEL = CuteDslKernel(
     spec(__name__),
     make_gemm=lambda num_sms, tma_store, config: Gemm(num_sms, tma_store, config),
     variant_of=tma_store_variant,
-    space=ConfigSpace(MENU, _heuristic, module=__name__, valid=_valid),
+    space=ConfigSpace(MENU, _heuristic, module=__name__, valid=_valid, rank=_ranked),
     workspace=workspace_elems,
 )

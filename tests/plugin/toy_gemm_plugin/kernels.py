@@ -98,7 +98,11 @@ class TunableToy(Toy):
             lambda problem: ToyConfig(1),
             module=__name__,
             valid=_valid,
+            rank=lambda problem: (ToyConfig(4), ToyConfig(2), ToyConfig(1)),  # most splits first
         )
+
+    def ranked(self, problem: Problem) -> tuple[ToyConfig, ...]:
+        return self.space.rank(problem)  # type: ignore[misc]
 
     @property
     def configs(self) -> tuple[ToyConfig, ...]:
