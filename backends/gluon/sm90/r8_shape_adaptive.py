@@ -27,7 +27,7 @@ the tile family) and persistence (from the problem's tile count).
 
 Shared memory per CTA (2-byte operands, BLOCK_K = 64; budget 224 KiB + barriers < 227 KiB):
   stage = (block_m + block_n) x 64 x 2;  epilogue = block_m x block_n x (2, or 4 for split-K);
-  stages = min(8, (224 KiB - epilogue) // stage):
+  stages = min(8, or 12 swapped, (224 KiB - epilogue) // stage):
 
   | tile (rows x cols) | stage | epilogue fp16 / fp32 | stages fp16 / fp32 |
   | --- | --- | --- | --- |
@@ -36,7 +36,9 @@ Shared memory per CTA (2-byte operands, BLOCK_K = 64; budget 224 KiB + barriers 
   | 128x64 | 24 KiB | 16 / 32 KiB | 8 / 8 |
   | 64x256 | 40 KiB | 32 KiB / - | 4 / - |
   | 64x128, 64x64 | 24, 16 KiB | 16, 8 / 32, 16 KiB | 8 / 8 |
-  | 128x32, 128x16; swap 128x16..64 | 18..24 KiB | 4..16 / 8..32 KiB | 8 / 8 |
+  | 128x32, 128x16 | 20, 18 KiB | 8, 4 / 16, 8 KiB | 8 / 8 |
+  | swap 128x16, x32, x64 | 18, 20, 24 KiB | 4, 8, 16 / 8, 16, 32 KiB | 12, 10, 8 / 12, 10, 8 |
+  | swap 64x16, 64x32, 64x64 | 10, 12, 16 KiB | 2, 4, 8 / 4, 8, 16 KiB | 12 / 12 |
 
 Barriers (per stage s; the pair barrier exists only with ``CLUSTER = 2``):
 
@@ -86,6 +88,10 @@ SUB_M = 64  # rows of one consumer warpgroup per CTA (wgmma m64)
 BLOCK_K = 64  # 128-byte rows of 2-byte operands: the widest swizzle
 SMEM_BUDGET = 224 * 1024  # buffers; barriers and the compiler's few bytes fit in 227 KiB
 MAX_STAGES = 8
+#: Swapped (decode) tiles stream their weight rows from DRAM, once: the bytes a ring keeps in
+#: flight set how fast one SM pulls them. At 1x4096x4096 (64x16, unsplit) 8 stages ran 16.1 us
+#: where the CuTeDSL rung 8's 12 ran 14.4 us on the same H200.
+MAX_STAGES_SWAP = 12
 PRODUCER_WARPS = 1
 PRODUCER_REGS = 40  # setmaxnreg.dec for the TMA warp
 CONSUMER_REGS = 232  # setmaxnreg.inc for the second consumer warpgroup
@@ -436,7 +442,8 @@ class R8Config(KernelConfig):
         """The deepest ring that fits next to the epilogue tile (``out_bytes`` per element)."""
         stage = (self.block_m + self.block_n) * BLOCK_K * 2
         epilogue = self.block_m * self.block_n * out_bytes
-        return min(MAX_STAGES, (SMEM_BUDGET - epilogue) // stage)
+        most = MAX_STAGES_SWAP if self.swap_ab else MAX_STAGES
+        return min(most, (SMEM_BUDGET - epilogue) // stage)
 
 
 #: Rung 7's config, the heuristic's answer for large M x N.
