@@ -205,8 +205,8 @@ R8_PATHS = {
         1,
     ),
     "swap_ab_split_k": (
-        Problem(1, 4096, 4096, "bf16"),
-        "",
+        Problem(1, 4096, 14336, "bf16"),
+        "tile_m=128,split_k=4",
         ("wgmma.mma_async.sync.aligned.m64n16k16", "st.global.b32", "ld.global.b32"),
         (_TMA_STORE, _MULTICAST),
         2,
