@@ -322,7 +322,7 @@ def tune_candidates(kernel: Any, problem: Problem, top: int | None = None) -> li
     menu = config_space(kernel) or ()
 
     def ok(c: KernelConfig) -> bool:
-        return (kernel.supports(problem, c) if c is not None else kernel.supports(problem)) is None
+        return kernel.supports(problem, c) is None
 
     if top is None:
         return [c for c in menu if ok(c)]

@@ -439,6 +439,15 @@ def test_r8_every_problem_gets_a_valid_config() -> None:
         assert kernel.supports(p, c) is None, (p.key, c.name, kernel.supports(p, c))
         if p.n % 8:
             assert c.epilogue == "serial"
+    # the tune ranking: every valid config once, the heuristic's among them, the variants the
+    # cost model cannot tell apart after all the others
+    for p in (Problem(1, 4096, 14336), Problem(128, 10240, 8192), Problem(1000, 1003, 520)):
+        ranked = r8._ranked(p)
+        valid = [c for c in kernel.configs if kernel.supports(p, c) is None]
+        assert sorted(c.name for c in ranked) == sorted(c.name for c in valid)
+        assert r8._heuristic(p) in ranked
+        flags = [r8._variant(p, c) for c in ranked]
+        assert flags == sorted(flags)
     names = [c.name for c in kernel.configs]
     assert len(set(names)) == len(names)
     assert all(r8._valid(Problem(4096, 4096, 4096), c) is None for c in kernel.configs)

@@ -273,6 +273,12 @@ def test_r8_select_valid_for_every_problem():
             assert r8.slice_rows(problem, config) >= problem.m
         assert 1 <= plan.grid[0] <= r8._ctas(problem, config) // config.cluster
         assert config.swap_ab == (problem.m <= 64)
+    # the tune ranking: every valid config once, the heuristic's among them, no invalid one
+    for problem in (Problem(1, 4096, 14336), Problem(128, 10240, 8192), Problem(1000, 1003, 520)):
+        ranked = r8._ranked(problem)
+        valid = [c for c in kernel.configs if kernel.supports(problem, c) is None]
+        assert sorted(c.name for c in ranked) == sorted(c.name for c in valid)
+        assert r8._heuristic(problem) in ranked
 
 
 def test_r8_menu_fits_shared_memory():
