@@ -57,15 +57,17 @@ Barriers (as rung 7; one pair per stage, counts are arrivals per phase):
 The split-K reduce runs after the GEMM kernel on the same stream: stream order is its only
 synchronization.
 
-``_heuristic`` (the Gluon rung 8's cost model, which reaches 86-113 % of cuBLAS on an H200 at
-M = 1..128): among the menu entries it allows, the least estimated time = waves of CTAs over the
-132 SMs x k-tiles per CTA x one k-tile's MMA time at the tile's efficiency (+ the reduce, with
-split-K). Swap A and B when M <= 64 < N, with tile_n the narrowest of 16/32/64 covering M (so
-M = 1..16 gets 128 or 64 rows of N x 16 columns: a 16 / 8 KiB box of B per k-tile, as Gluon);
-cluster 2 only on the 128x256 / 128x128 tiles; split-K only when the unsplit tiles fill at most
-half a wave, the splits fit one wave and keep >= 512 of K each; rung 7's overlapped epilogue
-wherever it applies. ``bench --tune`` times the whole menu, and a tuned table
-(``tuned/<gpu>.json``) overrides the heuristic per shape.
+``_heuristic`` (the cost model both rung 8s share, ``harness.tile_cost``): among the menu
+entries it allows, the least estimated time, where the estimate is the largest of the MMA time
+(waves x k-tiles at the tile's efficiency), the cold stream (bytes an SM is the first to load:
+what bounds decode) and DRAM, plus a fifth of the other two (+ the reduce, with split-K). Swap
+A and B when M <= 64 < N, with tile_n the narrowest of 16/32/64 covering M (so M = 1..16 gets
+128 or 64 rows of N x 16 columns: a 16 / 8 KiB box of B per k-tile, as Gluon); cluster 2 only
+on the 128x256 / 128x128 tiles; split-K only when the unsplit tiles fill at most half a wave,
+the splits fit one wave and keep >= 512 of K each; rung 7's overlapped epilogue wherever it
+applies. ``_ranked`` orders the menu the same way for ``bench --tune --tune-top N``, and a
+tuned table (``tuned/<gpu>.json``, every ``sweep`` shape with M <= 2048 on the H200)
+overrides the heuristic per shape.
 
 TMA loads pass an explicit L2 cache policy (``TMA_CACHE_HINT``, CUTLASS C++'s EVICT_NORMAL):
 CuTeDSL 4.8.1 otherwise emits ``.L2::cache_hint`` with a policy of 0 (SASS ``desc[URZ]``),
