@@ -28,7 +28,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from harness.gemm import cdiv
+from harness.gemm import Problem, cdiv, element_size
 
 __all__ = ["HOPPER", "HOPPER_TILE_EFFICIENCY", "TileCostModel"]
 
@@ -69,29 +69,30 @@ class TileCostModel:
     )
 
     def ctas(
-        self, *, rows: int, cols: int, tile: tuple[int, int], cluster: int, split_k: int
+        self, problem: Problem, *, swap_ab: bool, tile: tuple[int, int], cluster: int, split_k: int
     ) -> int:
-        """CTAs over an output of ``rows`` x ``cols`` (the kernel's view: swapped for swap-AB):
-        tile rows padded to whole clusters, x tile columns, x K splits."""
+        """CTAs of ``tile`` (rows, cols in the kernel's view: with ``swap_ab`` the rows run along
+        N) over ``problem``'s output: tile rows padded to whole clusters, x tile columns, x K
+        splits."""
+        rows, cols = (problem.n, problem.m) if swap_ab else (problem.m, problem.n)
         return cdiv(rows, tile[0] * cluster) * cluster * cdiv(cols, tile[1]) * split_k
 
     def seconds(
         self,
+        problem: Problem,
         *,
-        m: int,
-        n: int,
-        k: int,
         swap_ab: bool,
         block_k: int,
         tile: tuple[int, int],
         cluster: int,
         split_k: int,
-        elem_bytes: int = 2,
     ) -> float:
-        """Estimated time of D[M, N] = A[M, K] B[N, K]^T with ``tile`` (rows, cols in the
-        kernel's view: with ``swap_ab`` the rows run along N), split ``split_k`` ways."""
+        """Estimated time of ``problem`` (D[M, N] = A[M, K] B[N, K]^T) with ``tile`` (as in
+        :meth:`ctas`), split ``split_k`` ways."""
+        m, n, k = problem.m, problem.n, problem.k
+        elem_bytes = element_size(problem.dtype)
         rows, cols = (n, m) if swap_ab else (m, n)
-        ctas = self.ctas(rows=rows, cols=cols, tile=tile, cluster=cluster, split_k=split_k)
+        ctas = self.ctas(problem, swap_ab=swap_ab, tile=tile, cluster=cluster, split_k=split_k)
         waves = cdiv(ctas, self.num_sms)
         k_steps = waves * cdiv(cdiv(k, block_k), split_k)
         eff = self.efficiency[tile] * (self.cluster2_gain if cluster == 2 else 1.0)

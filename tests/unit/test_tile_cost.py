@@ -4,27 +4,24 @@ from __future__ import annotations
 
 import pytest
 
+from harness.gemm import Problem
 from harness.tile_cost import HOPPER, TileCostModel
 
 
-def _s(model: TileCostModel = HOPPER, **kw) -> float:
-    args = {
-        "m": 8192,
-        "n": 8192,
-        "k": 4096,
-        "swap_ab": False,
-        "block_k": 64,
-        "tile": (128, 256),
-        "cluster": 1,
-        "split_k": 1,
-    }
-    return model.seconds(**{**args, **kw})
+def _s(model: TileCostModel = HOPPER, m=8192, n=8192, k=4096, **kw) -> float:
+    args = {"swap_ab": False, "block_k": 64, "tile": (128, 256), "cluster": 1, "split_k": 1}
+    return model.seconds(Problem(m, n, k), **{**args, **kw})
 
 
-def test_ctas_pad_tile_rows_to_whole_clusters() -> None:
-    assert HOPPER.ctas(rows=8192, cols=8192, tile=(128, 256), cluster=2, split_k=1) == 64 * 32
-    assert HOPPER.ctas(rows=129, cols=16, tile=(128, 16), cluster=2, split_k=3) == 2 * 1 * 3
-    assert HOPPER.ctas(rows=100, cols=300, tile=(64, 128), cluster=1, split_k=1) == 2 * 3
+def test_ctas_pad_tile_rows_to_whole_clusters_and_follow_swap_ab() -> None:
+    def ctas(m: int, n: int, swap_ab: bool = False, **kw) -> int:
+        return HOPPER.ctas(Problem(m, n, 64), swap_ab=swap_ab, **kw)
+
+    assert ctas(8192, 8192, tile=(128, 256), cluster=2, split_k=1) == 64 * 32
+    assert ctas(129, 16, tile=(128, 16), cluster=2, split_k=3) == 2 * 1 * 3
+    assert ctas(100, 300, tile=(64, 128), cluster=1, split_k=1) == 2 * 3
+    # swapped, N runs along the tile rows: 16 x 129 -> 129 rows of N, 16 columns of M
+    assert ctas(16, 129, swap_ab=True, tile=(128, 16), cluster=2, split_k=3) == 2 * 1 * 3
 
 
 def test_compute_bound_time_counts_whole_waves_and_k_steps() -> None:

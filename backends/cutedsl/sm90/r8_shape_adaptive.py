@@ -77,6 +77,7 @@ which neither CUTLASS C++ (0x1000000000000000) nor Triton (no hint) issues.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import cuda.bindings.driver as cuda
 import cutlass
@@ -203,28 +204,21 @@ def _valid(problem: Problem, config: R8Config) -> str | None:
 CLUSTER2_TILES = ((128, 256), (128, 128))
 
 
+def _shape(config: R8Config) -> dict[str, Any]:
+    """``config`` as the cost model sees it."""
+    tile = (config.tile_m, config.tile_n)
+    return dict(swap_ab=config.swap_ab, tile=tile, cluster=config.cluster, split_k=config.split_k)
+
+
 def _ctas(problem: Problem, config: R8Config) -> int:
     """CTAs of ``config`` on ``problem``: tiles (rows padded to whole clusters) x splits."""
-    rows, cols = _oriented(problem, config)
-    tile = (config.tile_m, config.tile_n)
-    return HOPPER.ctas(
-        rows=rows, cols=cols, tile=tile, cluster=config.cluster, split_k=config.split_k
-    )
+    return HOPPER.ctas(problem, **_shape(config))
 
 
 def _cost(problem: Problem, config: R8Config) -> float:
     """Estimated seconds (``harness.tile_cost``: the slowest of MMA, cold weight stream and
     DRAM, plus the reduce and the fp32 workspace round trip with split-K)."""
-    return HOPPER.seconds(
-        m=problem.m,
-        n=problem.n,
-        k=problem.k,
-        swap_ab=config.swap_ab,
-        block_k=BLOCK_K,
-        tile=(config.tile_m, config.tile_n),
-        cluster=config.cluster,
-        split_k=config.split_k,
-    )
+    return HOPPER.seconds(problem, block_k=BLOCK_K, **_shape(config))
 
 
 def _variant(problem: Problem, c: R8Config) -> bool:

@@ -479,28 +479,21 @@ def _valid(problem: Problem, config: R8Config) -> str | None:
     return None
 
 
+def _shape(config: R8Config) -> dict[str, Any]:
+    """``config`` as the cost model sees it."""
+    tile = (config.block_m, config.block_n)
+    return dict(swap_ab=config.swap_ab, tile=tile, cluster=config.cluster, split_k=config.split_k)
+
+
 def _ctas(problem: Problem, config: R8Config) -> int:
     """CTAs (tiles x splits) of ``config`` on ``problem``."""
-    rows, cols = (problem.n, problem.m) if config.swap_ab else (problem.m, problem.n)
-    tile = (config.block_m, config.block_n)
-    return HOPPER.ctas(
-        rows=rows, cols=cols, tile=tile, cluster=config.cluster, split_k=config.split_k
-    )
+    return HOPPER.ctas(problem, **_shape(config))
 
 
 def _cost(problem: Problem, config: R8Config) -> float:
     """Estimated seconds (``harness.tile_cost``: the slowest of MMA, cold weight stream and
     DRAM, plus the reduction with split-K)."""
-    return HOPPER.seconds(
-        m=problem.m,
-        n=problem.n,
-        k=problem.k,
-        swap_ab=config.swap_ab,
-        block_k=BLOCK_K,
-        tile=(config.block_m, config.block_n),
-        cluster=config.cluster,
-        split_k=config.split_k,
-    )
+    return HOPPER.seconds(problem, block_k=BLOCK_K, **_shape(config))
 
 
 def _ranked(problem: Problem) -> list[R8Config]:
