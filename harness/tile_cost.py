@@ -36,11 +36,13 @@ __all__ = ["HOPPER", "HOPPER_TILE_EFFICIENCY", "TileCostModel"]
 #: keeps more wgmma work in flight per byte it waits for.
 HOPPER_TILE_EFFICIENCY: Mapping[tuple[int, int], float] = {
     (128, 256): 0.97,
+    (128, 160): 0.92,
     (128, 128): 0.90,
     (128, 64): 0.75,
     (128, 32): 0.50,
     (128, 16): 0.30,
     (64, 256): 0.85,
+    (64, 160): 0.76,
     (64, 128): 0.72,
     (64, 64): 0.55,
     (64, 32): 0.35,

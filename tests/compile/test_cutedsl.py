@@ -267,6 +267,20 @@ R8_PATHS = {
         (_MULTICAST,),
         1,
     ),
+    "tile_128x160_cluster2": (
+        Problem(1024, 10240, 8192, "fp16"),
+        "tile_m=128,tile_n=160,cluster=2",
+        ("wgmma.mma_async.sync.aligned.m64n160k16", _TMA_STORE, _MULTICAST),
+        (),
+        1,
+    ),
+    "tile_64x160_split2": (
+        Problem(128, 10240, 8192, "fp16"),
+        "tile_m=64,tile_n=160,cluster=1,split_k=2,epilogue=serial",
+        ("wgmma.mma_async.sync.aligned.m64n160k16", "st.global.b32", "ld.global.b32"),
+        (_TMA_STORE, _MULTICAST),
+        2,
+    ),
     "ragged_n": (
         Problem(1000, 1003, 520, "bf16"),
         "",

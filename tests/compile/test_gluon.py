@@ -260,7 +260,7 @@ def test_r8_select_valid_for_every_problem():
         stages = plan.constexprs["NUM_STAGES"]
         out_bytes = 4 if config.split_k > 1 else 2
         ring = stages * (config.block_m + config.block_n) * r8.BLOCK_K * 2
-        assert stages >= 2 and ring + config.block_m * config.block_n * out_bytes <= r8.SMEM_BUDGET
+        assert stages >= 2 and ring + config.epilogue_bytes(out_bytes) <= r8.SMEM_BUDGET
         k_tiles = -(-problem.k // r8.BLOCK_K)
         ranges = [
             (s * k_tiles // config.split_k, (s + 1) * k_tiles // config.split_k)
@@ -288,7 +288,7 @@ def test_r8_menu_fits_shared_memory():
             if out_bytes == 4 and config.split_k == 1:
                 continue
             stage = (config.block_m + config.block_n) * r8.BLOCK_K * 2
-            epilogue = config.block_m * config.block_n * out_bytes
+            epilogue = config.epilogue_bytes(out_bytes)
             assert config.stages(out_bytes) >= 2, config.name
             assert config.stages(out_bytes) * stage + epilogue <= r8.SMEM_BUDGET, config.name
     assert len(r8.MENU) < 64, "a curated menu, not a cartesian product"

@@ -6,7 +6,8 @@ Rung 8 keeps the kernel (persistent, warp-specialized, TMA ring, wgmma consumers
 a cluster) and makes its shape a config (``R8Config``):
 
 * ``tile_m`` x ``tile_n``: the CTA tile on the wgmma M x N sides. ``tile_m`` is 64 (one consumer
-  warpgroup) or 128 (two, as rung 7); ``tile_n`` 16 to 256 (the wgmma N; 16 and 32 only swapped).
+  warpgroup) or 128 (two, as rung 7); ``tile_n`` 16 to 256 (the wgmma N; 16 and 32 only swapped;
+  160 for N = 10240, which 128-wide tiles quantize badly).
 * ``cluster``: 1, or 2 CTAs along M sharing the B tile by TMA multicast (rung 7).
 * ``swap_ab``: compute D^T[N, M] = B A^T. Small M then sits on the wgmma N side (n16 / n32 /
   n64, the narrowest that covers M) and N fills the M side (64 or 128 rows a CTA); A and B
@@ -32,14 +33,16 @@ Stages are derived, not a knob: as many as fit next to the epilogue buffers, at 
 the swapped tiles, which stream B from DRAM).
 
 Shared-memory arithmetic (fp16/bf16; BLOCK_K = 64; 227 KiB usable, 1 KiB kept for barriers;
-epilogue buffers tile_m x 32 x 2 B, min(4, tile_n / 32) of them, only with the TMA-store
-epilogue; "direct" = swap, split or N % 8 != 0):
+epilogue buffers tile_m x 32 x 2 B, min(4, tile_n / 32) of them (5 for 160 columns), only with
+the TMA-store epilogue; "direct" = swap, split or N % 8 != 0):
 
     tile      one stage   epilogue   stages (TMA store)   stages (direct)
     128x256     48 KiB     32 KiB        4 (rung 7)             4
+    128x160     36 KiB     40 KiB        5                      6
     128x128     32 KiB     32 KiB        6                      7
     128x64      24 KiB     16 KiB        8                      8
     64x256      40 KiB     16 KiB        5                      5
+    64x160      28 KiB     20 KiB        7                      8
     64x128      24 KiB     16 KiB        8                      8
     64x64       16 KiB      8 KiB        8                      8
     128x16/32/64  18/20/24 KiB  -        -                  12/11/9   (swap_ab: tile_n covers M)
@@ -127,7 +130,7 @@ class R8Config(KernelConfig):
     """Rung 8's knobs (module docstring)."""
 
     tile_m: int = 128  # wgmma M side of the CTA tile: 64 (one consumer warpgroup) or 128 (two)
-    tile_n: int = 256  # wgmma N side: 32, 64, 128 or 256
+    tile_n: int = 256  # wgmma N side: 16, 32, 64, 128, 160 or 256
     cluster: int = 2  # CTAs along M sharing (multicasting) the B tile
     swap_ab: bool = False  # compute D^T = B A^T (small M on the wgmma N side)
     split_k: int = 1  # work units per output tile along K (fp32 workspace + reduce kernel)
@@ -152,6 +155,11 @@ def _menu() -> tuple[R8Config, ...]:
             menu += [R8Config(tm, tn, cluster, epilogue=e) for e in ("overlap", "serial")]
         menu.append(R8Config(tm, tn, 1, persistent=False, epilogue="serial"))
         menu += [R8Config(tm, tn, 1, split_k=s, epilogue="serial") for s in (2, 4, 8)]
+    # 160 columns: N = 10240 in 64 tiles, not 80 (128x128), so M = 128 splits into one wave
+    # (64x160 or 128x160 x 2 splits: 128 CTAs) and M = 1024 fills 3.9 waves, not 4.8.
+    menu += [R8Config(128, 160, cluster, epilogue="overlap") for cluster in (1, 2)]
+    menu += [R8Config(64, 160, 1, epilogue="overlap")]
+    menu += [R8Config(tm, 160, 1, split_k=2, epilogue="serial") for tm in (128, 64)]
     for tm in (128, 64):
         for tn in (16, 32, 64):
             menu += [
@@ -301,8 +309,11 @@ class Gemm:
         self.max_active_clusters = num_sms // config.cluster if config.persistent else MAX_GRID_Z
         self.tile_mnk = (self.tile_m, self.tile_n, BLOCK_K)
         self.epi_tile = (self.tile_m, EPI_N)
-        # (>= 1: a swap tile of 16 columns has no TMA-store epilogue but still names a plan)
-        self.epi_stages = max(1, min(MAX_EPI_STAGES, self.tile_n // EPI_N))
+        # (>= 1: a swap tile of 16 columns has no TMA-store epilogue but still names a plan).
+        # Every tile starts at buffer 0, so the sub-tiles must fill whole buffer rounds: the
+        # 160-wide tile's five sub-tiles take five buffers.
+        subtiles = max(1, self.tile_n // EPI_N)
+        self.epi_stages = subtiles if subtiles % MAX_EPI_STAGES else min(subtiles, MAX_EPI_STAGES)
         epi_bytes = self.tile_m * EPI_N * 2 * self.epi_stages if self.tma_epi else 0
         stage_bytes = (self.tile_m + self.tile_n) * BLOCK_K * 2
         max_stages = MAX_STAGES_SWAP if self.swap else MAX_STAGES

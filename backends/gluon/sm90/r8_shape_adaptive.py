@@ -26,15 +26,17 @@ per CTA = 1 | 2 consumer warpgroups), ``block_n``, ``cluster``, ``swap_ab``, ``s
 the tile family) and persistence (from the problem's tile count).
 
 Shared memory per CTA (2-byte operands, BLOCK_K = 64; budget 224 KiB + barriers < 227 KiB):
-  stage = (block_m + block_n) x 64 x 2;  epilogue = block_m x block_n x (2, or 4 for split-K);
+  stage = (block_m + block_n) x 64 x 2;  epilogue = block_m x block_n x (2, or 4 for split-K),
+  except the 256-wide tiles, which leave in 64-column boxes through two buffers per consumer
+  (block_m x 64 x 2 x 2: one more ring stage than a whole-tile buffer allows);
   stages = min(8, or 12 swapped, (224 KiB - epilogue) // stage):
 
   | tile (rows x cols) | stage | epilogue fp16 / fp32 | stages fp16 / fp32 |
   | --- | --- | --- | --- |
-  | 128x256 (rung 7) | 48 KiB | 64 KiB / - | 3 / - |
+  | 128x256 (rung 7's tile) | 48 KiB | 32 KiB / - | 4 / - |
   | 128x128 | 32 KiB | 32 / 64 KiB | 6 / 5 |
   | 128x64 | 24 KiB | 16 / 32 KiB | 8 / 8 |
-  | 64x256 | 40 KiB | 32 KiB / - | 4 / - |
+  | 64x256 | 40 KiB | 16 KiB / - | 5 / - |
   | 64x128, 64x64 | 24, 16 KiB | 16, 8 / 32, 16 KiB | 8 / 8 |
   | 128x32, 128x16 | 20, 18 KiB | 8, 4 / 16, 8 KiB | 8 / 8 |
   | swap 128x16, x32, x64 | 18, 20, 24 KiB | 4, 8, 16 / 8, 16, 32 KiB | 12, 10, 8 / 12, 10, 8 |
@@ -86,6 +88,7 @@ from harness.tile_cost import HOPPER
 # -- constants --------------------------------------------------------------------------------
 SUB_M = 64  # rows of one consumer warpgroup per CTA (wgmma m64)
 BLOCK_K = 64  # 128-byte rows of 2-byte operands: the widest swizzle
+EPI_N = 64  # columns per epilogue box of the 256-wide tiles (a 128-byte-swizzled TMA box)
 SMEM_BUDGET = 224 * 1024  # buffers; barriers and the compiler's few bytes fit in 227 KiB
 MAX_STAGES = 8
 #: Swapped (decode) tiles stream their weight rows from DRAM, once: the bytes a ring keeps in
@@ -280,22 +283,47 @@ def _mma_tile(s: Smem, tile_id, C: gl.constexpr, full, release):
     release = release.next()
 
     # Epilogue: registers -> shared -> TMA store into D (or into split's fp32 slice of the
-    # workspace). The previous tile's store overlapped this main loop; drain it before reuse.
-    tma.store_wait(pendings=0)
-    c_smem = s.c_smem.index(C)
+    # workspace). The previous tile's store overlapped this main loop.
+    EPI_N: gl.constexpr = s.c_desc.block_shape[1]
     row0 = split * s.split_rows  # 0 without split-K
     if s.SWAP_AB:
         # The kernel computed D^T (its rows are D's columns). The permute only relabels the
         # register layout; the shared store transposes (stmatrix .trans for 16-bit D) into
         # D's row-major box.
+        tma.store_wait(pendings=0)  # the previous tile's store has read the buffer
+        c_smem = s.c_smem.index(C)
         c_smem.store(gl.permute(acc.to(s.c_desc.dtype), (1, 0)))
         fence_async_shared()  # generic-proxy smem writes -> async-proxy (TMA) reads
         tma.async_store(s.c_desc, [row0 + off_n, off_m + C * BOX_M], c_smem)
-    else:
+    elif EPI_N == TILE_N:
+        tma.store_wait(pendings=0)
+        c_smem = s.c_smem.index(C)
         c_smem.store(acc.to(s.c_desc.dtype))
         fence_async_shared()
         tma.async_store(s.c_desc, [row0 + off_m + C * BOX_M, off_n], c_smem)
+    else:
+        # A 256-wide tile leaves in four 64-column boxes through two buffers per consumer
+        # (16 KiB, not a 32 KiB tile: one more ring stage fits). Buffer j % 2 was last read
+        # by the store issued two boxes ago, so all but the newest store must be done.
+        gl.static_assert(TILE_N == 4 * EPI_N)
+        left, right = _halves(acc.to(s.c_desc.dtype))
+        boxes = (_halves(left), _halves(right))
+        for j in gl.static_range(4):
+            tma.store_wait(pendings=1)
+            c_smem = s.c_smem.index(2 * C + j % 2)
+            c_smem.store(boxes[j // 2][j % 2])
+            fence_async_shared()
+            tma.async_store(s.c_desc, [row0 + off_m + C * BOX_M, off_n + j * EPI_N], c_smem)
     return full, release
+
+
+@gluon.jit
+def _halves(x):
+    """The left and right column halves of a register tile (a view: no data moves, each
+    thread already holds both halves' columns)."""
+    ROWS: gl.constexpr = x.shape[0]
+    COLS: gl.constexpr = x.shape[1]
+    return gl.split(gl.permute(gl.reshape(x, [ROWS, 2, COLS // 2]), (0, 2, 1)))
 
 
 @gluon.jit
@@ -339,9 +367,12 @@ def r8_shape_adaptive_kernel(
         a_desc.layout,
     )
     b_bufs = gl.allocate_shared_memory(dtype, [NUM_STAGES] + b_desc.block_shape, b_desc.layout)  # noqa: RUF005
+    # One epilogue buffer per consumer, or two when the tile leaves in 64-column boxes.
+    boxed: gl.constexpr = not SWAP_AB and c_desc.block_shape[1] < b_desc.block_shape[0]
+    EPI_BUFS: gl.constexpr = 2 if boxed else 1
     c_smem = gl.allocate_shared_memory(
         c_desc.dtype,
-        [NUM_CONSUMERS] + c_desc.block_shape,  # noqa: RUF005
+        [NUM_CONSUMERS * EPI_BUFS] + c_desc.block_shape,  # noqa: RUF005
         c_desc.layout,
     )
     # -- barriers --
@@ -438,10 +469,21 @@ class R8Config(KernelConfig):
     def num_consumers(self) -> int:
         return self.block_m // SUB_M
 
+    @property
+    def epi_n(self) -> int:
+        """Columns of one epilogue box: the whole tile, or ``EPI_N`` for the 256-wide tiles
+        (stored in four boxes through two buffers per consumer)."""
+        return EPI_N if self.block_n == 4 * EPI_N and not self.swap_ab else self.block_n
+
+    def epilogue_bytes(self, out_bytes: int) -> int:
+        """Shared memory of the epilogue buffers (``out_bytes`` per element)."""
+        buffers = 1 if self.epi_n == self.block_n else 2
+        return self.block_m * self.epi_n * buffers * out_bytes
+
     def stages(self, out_bytes: int) -> int:
-        """The deepest ring that fits next to the epilogue tile (``out_bytes`` per element)."""
+        """The deepest ring that fits next to the epilogue buffers."""
         stage = (self.block_m + self.block_n) * BLOCK_K * 2
-        epilogue = self.block_m * self.block_n * out_bytes
+        epilogue = self.epilogue_bytes(out_bytes)
         most = MAX_STAGES_SWAP if self.swap_ab else MAX_STAGES
         return min(most, (SMEM_BUDGET - epilogue) // stage)
 
@@ -549,7 +591,7 @@ def plan(problem: Problem, num_sms: int, config: R8Config) -> Plan:
     if config.swap_ab:  # D's box is the transposed tile: [block_n rows of D, 64 columns]
         c_box = (config.block_n, box_m)
     else:
-        c_box = (box_m, config.block_n)
+        c_box = (box_m, config.epi_n)
     tiles = cdiv(rows, box_m * config.num_consumers) * cdiv(cols, config.block_n) * config.split_k
     programs = num_sms // config.cluster
     persistent = tiles > programs
