@@ -218,6 +218,19 @@ def test_r8_code_paths(problem, knobs):
         assert len(re.findall(r"add\.f32", red.ptx)) >= config.split_k - 1
 
 
+def test_r8_one_cta_256_wide_tiles_store_in_boxes():
+    """The one-CTA 256-wide tiles store four 64-column boxes per consumer through two buffers
+    (one ring stage more); rung 7's cluster tile keeps one box per consumer and 3 stages."""
+    r8 = _r8()
+    problem = Problem(1024, 28672, 4096)
+    stores = r"cp\.async\.bulk\.tensor\.2d\.global\.shared::cta"
+    for knobs, boxes, stages in ((dict(cluster=1), 4, 4), (dict(), 1, 3)):
+        config = r8.R8Config(**knobs)
+        assert r8.plan(problem, 132, config).constexprs["NUM_STAGES"] == stages
+        ptx = r8.KERNEL.codegen(problem, "sm_90a", config).ptx
+        assert len(re.findall(stores, ptx)) == boxes * config.num_consumers, config.name
+
+
 def test_r8_persistence_is_a_distinct_compile():
     """Above one wave the tile loop is compiled in; at or below one wave each CTA runs one
     tile with no loop (grid = tiles): same config, two kernels."""

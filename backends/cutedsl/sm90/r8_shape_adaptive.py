@@ -208,8 +208,8 @@ def _valid(problem: Problem, config: R8Config) -> str | None:
     return None
 
 
-#: Where cluster 2's halved B traffic matters (the Gluon rung 8's rule).
-CLUSTER2_TILES = ((128, 256), (128, 128))
+#: Where cluster 2's halved B traffic matters (the Gluon rung 8's rule; 128x160 is CuTeDSL's).
+CLUSTER2_TILES = ((128, 256), (128, 160), (128, 128))
 
 
 def _shape(config: R8Config) -> dict[str, Any]:
@@ -254,7 +254,8 @@ def _heuristic(problem: Problem) -> R8Config:
 
     * swap-AB when M <= 64 < N, with the narrowest tile_n of 16/32/64 that covers M: N then
       fills 128 (or 64) wgmma rows per CTA and every k-tile streams a 16 (8) KiB box of B;
-    * cluster 2 only for the 128x256 and 128x128 tiles; split-K only where the unsplit tiles
+    * cluster 2 only for the 128x256, 128x160 and 128x128 tiles, and 160 columns only with
+      cluster 2 (one CTA, they ran below the model's estimate); split-K only where the unsplit tiles
       fill at most half a wave, the splits still fit one wave and each keeps >= 512 of K;
     * persistent, raster m, group 8, and rung 7's overlapped epilogue wherever it applies.
 
@@ -270,6 +271,10 @@ def _heuristic(problem: Problem) -> R8Config:
         if swap and c.tile_n != cover:
             return False
         if c.cluster == 2 and (c.tile_m, c.tile_n) not in CLUSTER2_TILES:
+            return False
+        if c.tile_n == 160 and c.cluster != 2:
+            # One CTA, it lost where the model preferred it (H200, 128x10240x8192: 64x160
+            # 84.5 %, 128x160 76.4 % of cuBLAS, 128x128 91.4 %); on the menu for the tuner.
             return False
         if c.split_k == 1:
             return True
