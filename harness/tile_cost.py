@@ -76,7 +76,7 @@ class TileCostModel:
         """CTAs of ``tile`` (rows, cols in the kernel's view: with ``swap_ab`` the rows run along
         N) over ``problem``'s output: tile rows padded to whole clusters, x tile columns, x K
         splits."""
-        rows, cols = (problem.n, problem.m) if swap_ab else (problem.m, problem.n)
+        rows, cols = _oriented(problem, swap_ab)
         return cdiv(rows, tile[0] * cluster) * cluster * cdiv(cols, tile[1]) * split_k
 
     def seconds(
@@ -93,7 +93,7 @@ class TileCostModel:
         :meth:`ctas`), split ``split_k`` ways."""
         m, n, k = problem.m, problem.n, problem.k
         elem_bytes = element_size(problem.dtype)
-        rows, cols = (n, m) if swap_ab else (m, n)
+        rows, cols = _oriented(problem, swap_ab)
         ctas = self.ctas(problem, swap_ab=swap_ab, tile=tile, cluster=cluster, split_k=split_k)
         waves = cdiv(ctas, self.num_sms)
         k_steps = waves * cdiv(cdiv(k, block_k), split_k)
@@ -118,6 +118,11 @@ class TileCostModel:
             and unsplit_ctas * split_k <= self.num_sms
             and k_per_split >= self.min_k_per_split
         )
+
+
+def _oriented(problem: Problem, swap_ab: bool) -> tuple[int, int]:
+    """(rows, cols) of the output in the kernel's view: (M, N), or (N, M) with swap-AB."""
+    return (problem.n, problem.m) if swap_ab else (problem.m, problem.n)
 
 
 #: The machine the rung-8 heuristics count against (the launch itself uses the real SM count).

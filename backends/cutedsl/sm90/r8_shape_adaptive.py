@@ -65,8 +65,9 @@ entries it allows, the least estimated time, where the estimate is the largest o
 (waves x k-tiles at the tile's efficiency), the cold stream (bytes an SM is the first to load:
 what bounds decode) and DRAM, plus a fifth of the other two (+ the reduce, with split-K). Swap
 A and B when M <= 64 < N, with tile_n the narrowest of 16/32/64 covering M (so M = 1..16 gets
-128 or 64 rows of N x 16 columns: a 16 / 8 KiB box of B per k-tile, as Gluon); cluster 2 only
-on the 128x256 / 128x128 tiles; split-K only when the unsplit tiles fill at most half a wave,
+128 or 64 rows of N x 16 columns: a 16 / 8 KiB box of B per k-tile, as Gluon); the clusters
+``HEURISTIC_CLUSTERS`` allows per tile (2 only on 128x256 / 128x160 / 128x128, 160 columns only
+with 2); split-K only when the unsplit tiles fill at most half a wave,
 the splits fit one wave and keep >= 512 of K each; rung 7's overlapped epilogue wherever it
 applies. ``_ranked`` orders the menu the same way for ``bench --tune --tune-top N``, and a
 tuned table (``tuned/<gpu>.json``, every ``sweep`` shape with M <= 2048 on the H200)
@@ -208,8 +209,17 @@ def _valid(problem: Problem, config: R8Config) -> str | None:
     return None
 
 
-#: Where cluster 2's halved B traffic matters (the Gluon rung 8's rule; 128x160 is CuTeDSL's).
-CLUSTER2_TILES = ((128, 256), (128, 160), (128, 128))
+#: The clusters the heuristic may pick per tile (any other tile: cluster 1). Cluster 2 where its
+#: halved B traffic matters (the Gluon rung 8's menu rule; 128x160 is CuTeDSL's); 160 columns
+#: only with cluster 2: one CTA, they lost where the cost model preferred them (H200,
+#: 128x10240x8192: 64x160 84.5 %, 128x160 76.4 % of cuBLAS, 128x128 91.4 %). Every menu entry
+#: stays available to ``bench --tune``.
+HEURISTIC_CLUSTERS: dict[tuple[int, int], tuple[int, ...]] = {
+    (128, 256): (1, 2),
+    (128, 160): (2,),
+    (128, 128): (1, 2),
+    (64, 160): (),
+}
 
 
 def _shape(config: R8Config) -> dict[str, Any]:
@@ -254,8 +264,8 @@ def _heuristic(problem: Problem) -> R8Config:
 
     * swap-AB when M <= 64 < N, with the narrowest tile_n of 16/32/64 that covers M: N then
       fills 128 (or 64) wgmma rows per CTA and every k-tile streams a 16 (8) KiB box of B;
-    * cluster 2 only for the 128x256, 128x160 and 128x128 tiles, and 160 columns only with
-      cluster 2 (one CTA, they ran below the model's estimate); split-K only where the unsplit tiles
+    * the clusters ``HEURISTIC_CLUSTERS`` allows per tile (2 only for 128x256, 128x160 and
+      128x128; 160 columns only with 2); split-K only where the unsplit tiles
       fill at most half a wave, the splits still fit one wave and each keeps >= 512 of K;
     * persistent, raster m, group 8, and rung 7's overlapped epilogue wherever it applies.
 
@@ -270,11 +280,7 @@ def _heuristic(problem: Problem) -> R8Config:
             return False
         if swap and c.tile_n != cover:
             return False
-        if c.cluster == 2 and (c.tile_m, c.tile_n) not in CLUSTER2_TILES:
-            return False
-        if c.tile_n == 160 and c.cluster != 2:
-            # One CTA, it lost where the model preferred it (H200, 128x10240x8192: 64x160
-            # 84.5 %, 128x160 76.4 % of cuBLAS, 128x128 91.4 %); on the menu for the tuner.
+        if c.cluster not in HEURISTIC_CLUSTERS.get((c.tile_m, c.tile_n), (1,)):
             return False
         if c.split_k == 1:
             return True
@@ -318,7 +324,7 @@ class Gemm:
         # Every tile starts at buffer 0, so the sub-tiles must fill whole buffer rounds: the
         # 160-wide tile's five sub-tiles take five buffers.
         subtiles = max(1, self.tile_n // EPI_N)
-        self.epi_stages = subtiles if subtiles % MAX_EPI_STAGES else min(subtiles, MAX_EPI_STAGES)
+        self.epi_stages = subtiles if subtiles % MAX_EPI_STAGES else MAX_EPI_STAGES
         epi_bytes = self.tile_m * EPI_N * 2 * self.epi_stages if self.tma_epi else 0
         stage_bytes = (self.tile_m + self.tile_n) * BLOCK_K * 2
         max_stages = MAX_STAGES_SWAP if self.swap else MAX_STAGES
