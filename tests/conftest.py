@@ -42,6 +42,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=None,
         help="run the GPU tests of this backend only (repeatable); nox -s tests passes it",
     )
+    parser.addoption(
+        "--config-shard",
+        default=None,
+        metavar="K/N",
+        help="check only the K-th of N slices of each config menu (menu entries K, K+N, ...) "
+        "in test_every_config_is_correct, to fit a long menu into GPU jobs with a time limit",
+    )
 
 
 @pytest.fixture()
