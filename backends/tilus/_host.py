@@ -17,7 +17,7 @@ TMA descriptors in its generated host code on every launch, from the runtime sha
   builds with, minus the host link).
 
 Tilus keeps its build cache in ``$GEMM_STUDY_TILUS_CACHE`` (default
-``~/.cache/gemm-dsl-study/tilus-<version>``), never in the work tree (its own default is
+``~/.cache/gemm-dsl-study/tilus-<version>-w<revision>``), never in the work tree (its own default is
 ``<git root>/.cache`` when installed inside a repository).
 """
 
@@ -58,7 +58,11 @@ def cache_dir() -> Path:
     if env:
         return Path(env)
     base = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
-    return base / "gemm-dsl-study" / f"tilus-{_workarounds.TILUS_VERSION}"
+    return (
+        base
+        / "gemm-dsl-study"
+        / f"tilus-{_workarounds.TILUS_VERSION}-w{_workarounds.CODEGEN_REVISION}"
+    )
 
 
 def _setup(arch: str) -> None:

@@ -40,6 +40,21 @@ before the first kernel is built (never at import) and is idempotent.
    at 128x256x64 launched no CTA at all). Not reported upstream yet. Avoided: scripts use
    :func:`cdiv` below, ``(x + y - 1) // y``, whose operands stay non-negative.
 
+6. **Warp-group roles of a block of 384 threads are divergent branches to ptxas**: 0.2.0's
+   codegen (``Codegen.visit_ThreadGroupStmt``) tests a ``warp_group(...)`` role with a
+   shuffle-broadcast group index -- a warp-uniform predicate -- only when the *parent* group's
+   thread count is a power of two; rung 7's block (producer + two consumer warpgroups, 384
+   threads) gets ``128 <= threadIdx.x && threadIdx.x < 256`` instead. Inside such a branch ptxas
+   keeps every value in vector registers: the stage index, the wgmma shared-memory descriptors
+   (moved with four ``R2UR`` before every ``wgmma``) and the barrier addresses, which Nsight
+   Compute showed as ~40 % more instructions than Gluon's kernel. The broadcast predicate is
+   sound for any parent whose thread count is a multiple of the group's (the group index is
+   ``threadIdx.x // 128``, the same for all lanes of a warp). Still so on Tilus main
+   (9a22de0a, 2026-07). Worked around by letting the codegen see the parent's thread count
+   rounded up to a power of two while it emits such a role's condition (nothing else reads
+   it); with it rung 7's consumer keeps descriptors and stage in uniform registers
+   (``R2UR``: 125 -> 24 in the cubin).
+
 Also not patched but avoided: 0.2.0 places mbarriers into shared memory released by
 ``free_shared`` (fixed upstream by NVIDIA/tilus#154 in ``mbarrier_alloc_ctx.py``), so no kernel
 here calls ``free_shared``.
@@ -61,6 +76,10 @@ def cdiv(x, y):
 
 
 TILUS_VERSION = "0.2.0"
+#: Names the build cache folder with the version (``_host.cache_dir``). Tilus keys its cache by
+#: the program's text, which a codegen workaround does not change: bump this whenever one
+#: changes the CUDA Tilus emits, so that no stale binary is reused.
+CODEGEN_REVISION = 6
 TVM_FFI_VERSION = "0.1.12"
 
 
@@ -82,7 +101,7 @@ def check_versions() -> None:
 
 @functools.cache
 def apply() -> None:
-    """Install workaround 1 (idempotent) after checking the pins (workaround 3)."""
+    """Install workarounds 1, 4 and 6 (idempotent) after checking the pins (workaround 3)."""
     check_versions()
     from tilus.backends.emitters.cuda import cp_async_tensor as emitter
     from tilus.target import get_current_target
@@ -101,6 +120,40 @@ def apply() -> None:
 
     store = emitter.CopyAsyncTensorSharedToGlobalInstEmitter
     store.emit = _column_blocked_store(store.emit)
+
+    from tilus.backends.codegen import FunctionCodegen as codegen
+
+    codegen.visit_ThreadGroupStmt = _uniform_warp_group_roles(codegen.visit_ThreadGroupStmt)
+
+
+def _uniform_warp_group_roles(visit):
+    """Workaround 6: emit a warp-aligned role of a non-power-of-two block with the uniform
+    (shuffle-broadcast) predicate 0.2.0 reserves for power-of-two blocks."""
+
+    def is_pow2(n: int) -> bool:
+        return n > 0 and n & (n - 1) == 0
+
+    @functools.wraps(visit)
+    def patched(self, stmt):
+        stack = self.thread_group_stack
+        parent = stack.num_threads[-1]
+        size, begin = stmt.num_threads, stmt.thread_begin
+        if (
+            begin < 0  # elect-any groups take another path
+            or is_pow2(parent)
+            or size < 32
+            or not is_pow2(size)
+            or begin % size
+            or parent % size
+        ):
+            return visit(self, stmt)
+        stack.num_threads[-1] = 1 << parent.bit_length()  # read only for that test
+        try:
+            return visit(self, stmt)
+        finally:
+            stack.num_threads[-1] = parent
+
+    return patched
 
 
 def _column_blocked_store(emit_one_box):
