@@ -134,13 +134,7 @@ def build(dtype: str, config: R7Config | None = None):
             T.max(tiles_m * tiles_n - cluster + num_clusters - 1, 0) // num_clusters
         )
 
-        # The role index broadcast from lane 0 (CUTLASS's canonical_warp_group_idx): equal in
-        # every lane by construction, so ptxas treats each role as uniform control flow and
-        # keeps the stage index and the wgmma descriptors in uniform registers. Derived from
-        # tx directly, c made A's descriptors per-thread values moved with R2UR before every
-        # wgmma.
-        role: T.int32 = T.cuda.__shfl_sync(T.uint32(0xFFFFFFFF), tx // 128, 0, 32)
-        if role == 0:
+        if tx < 128:
             # -- producer warpgroup: one thread issues every TMA ------------------------------
             T.ptx.setmaxnreg.dec.sync.aligned.u32(PRODUCER_REGS)
             if tx == 0:
@@ -164,7 +158,9 @@ def build(dtype: str, config: R7Config | None = None):
         else:
             # -- consumer warpgroup: wgmma + epilogue -----------------------------------------
             T.ptx.setmaxnreg.inc.sync.aligned.u32(CONSUMER_REGS)
-            c = T.meta_var(role - 1)  # consumer index: CTA rows [64 c, 64 c + 64)
+            # consumer index (CTA rows [64 c, 64 c + 64)), broadcast from lane 0 so that ptxas
+            # knows it is warp-uniform and keeps A's wgmma descriptors in uniform registers
+            c: T.int32 = T.cuda.__shfl_sync(T.uint32(0xFFFFFFFF), tx // 128 - 1, 0, 32)
             ctx = T.meta_var(tx % 128)
             warp = T.meta_var(ctx // 32)
             lane = T.meta_var(ctx % 32)
