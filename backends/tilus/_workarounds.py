@@ -41,7 +41,7 @@ before the first kernel is built (never at import) and is idempotent.
    :func:`cdiv` below, ``(x + y - 1) // y``, whose operands stay non-negative.
 
 6. **Warp-group roles of a block of 384 threads are divergent branches to ptxas**: 0.2.0's
-   codegen (``Codegen.visit_ThreadGroupStmt``) tests a ``warp_group(...)`` role with a
+   codegen (``FunctionCodegen.visit_ThreadGroupStmt``) tests a ``warp_group(...)`` role with a
    shuffle-broadcast group index -- a warp-uniform predicate -- only when the *parent* group's
    thread count is a power of two; rung 7's block (producer + two consumer warpgroups, 384
    threads) gets ``128 <= threadIdx.x && threadIdx.x < 256`` instead. Inside such a branch ptxas
@@ -51,9 +51,11 @@ before the first kernel is built (never at import) and is idempotent.
    sound for any parent whose thread count is a multiple of the group's (the group index is
    ``threadIdx.x // 128``, the same for all lanes of a warp). Still so on Tilus main
    (9a22de0a, 2026-07). Worked around by letting the codegen see the parent's thread count
-   rounded up to a power of two while it emits such a role's condition (nothing else reads
+   rounded up to a power of two while it emits such a role (only that test reads
    it); with it rung 7's consumer keeps descriptors and stage in uniform registers
-   (``R2UR``: 125 -> 24 in the cubin).
+   (``R2UR``: 125 -> 24 in the cubin) and rung 7 went from 94-99 % to 99-103 % of cuBLAS on
+   the H200. It also changes the roles of the sm_100a rungs 5-7 (compiled, not run). Not
+   reported upstream yet.
 
 Also not patched but avoided: 0.2.0 places mbarriers into shared memory released by
 ``free_shared`` (fixed upstream by NVIDIA/tilus#154 in ``mbarrier_alloc_ctx.py``), so no kernel

@@ -147,6 +147,19 @@ def test_no_truncating_ceil_division(spec):
     assert not bad, f"{spec.id}: truncating division of a negated value: {bad[:3]}"
 
 
+def test_warp_group_roles_are_uniform():
+    """Workaround 6: rung 7's three warp-group roles (384 threads, not a power of two) branch on
+    the group index broadcast from lane 0, which ptxas knows is warp-uniform, not on a
+    ``threadIdx.x`` range; in a range-tested role ptxas computes the wgmma descriptors per
+    thread and moves them with R2UR before every wgmma (README)."""
+    spec = next(s for s in SPECS if s.arch == "sm_90a" and s.rung == Rung.MULTI_CONSUMER)
+    src = spec.load().cuda_source(PROBLEM, spec.arch)
+    role = r"shfl_sync_i32\(uint32_t\(4294967295u\), \(\(int\)threadIdx\.x / 128\), 0\) == {}"
+    missing = [g for g in range(3) if not re.search(role.format(g), src)]
+    assert not missing, f"warp groups {missing} are not selected by a broadcast index"
+    assert not re.search(r"\d+ <= \(int\)threadIdx\.x\)? && ", src), "a role tests a range"
+
+
 @pytest.mark.parametrize("spec", SPECS, ids=[s.id for s in SPECS])
 def test_identity(spec):
     assert_identity_and_supports(spec, "tilus")

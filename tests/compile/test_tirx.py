@@ -148,6 +148,19 @@ def test_accumulator_fence_in_source():
     assert len(re.findall(rf"{ACC_FENCE}\(acc", src)) == 3 * r3_pipelined.ACC
 
 
+def test_consumer_index_is_broadcast():
+    """Rung 7's consumer index comes from lane 0 through ``__shfl_sync``: from ``tx`` directly,
+    ptxas cannot see that it is warp-uniform and computes A's wgmma descriptors per thread,
+    moving them to uniform registers (R2UR) before every wgmma (README, findings). The roles
+    themselves still branch on ``tx``: broadcasting the role too made rung 7 slower."""
+    from backends.tirx._host import cuda_source
+    from backends.tirx.sm90 import r7_multi_consumer
+
+    src = cuda_source(r7_multi_consumer.build("float16"), "sm_90a")
+    broadcast = r"__shfl_sync\([^;]*\(\(\(int\)threadIdx\.x\) >> 7\) - 1\), 0, 32\)"
+    assert re.search(broadcast, src), "rung 7's consumer index is no longer broadcast"
+
+
 @pytest.mark.parametrize("spec", SPECS, ids=[s.id for s in SPECS])
 def test_identity(spec):
     assert_identity_and_supports(spec, "tirx")
