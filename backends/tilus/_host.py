@@ -17,8 +17,8 @@ TMA descriptors in its generated host code on every launch, from the runtime sha
   builds with, minus the host link).
 
 Tilus keeps its build cache in ``$GEMM_STUDY_TILUS_CACHE`` (default
-``~/.cache/gemm-dsl-study/tilus-<version>-w<revision>``), never in the work tree (its own default is
-``<git root>/.cache`` when installed inside a repository).
+``~/.cache/gemm-dsl-study/tilus-<version>-<hash of _workarounds.py>``), never in the work tree
+(its own default is ``<git root>/.cache`` when installed inside a repository).
 """
 
 from __future__ import annotations
@@ -59,9 +59,7 @@ def cache_dir() -> Path:
         return Path(env)
     base = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
     return (
-        base
-        / "gemm-dsl-study"
-        / f"tilus-{_workarounds.TILUS_VERSION}-w{_workarounds.CODEGEN_REVISION}"
+        base / "gemm-dsl-study" / f"tilus-{_workarounds.TILUS_VERSION}-{_workarounds.fingerprint()}"
     )
 
 

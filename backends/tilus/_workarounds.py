@@ -65,7 +65,9 @@ here calls ``free_shared``.
 from __future__ import annotations
 
 import functools
+import hashlib
 import importlib.metadata
+from pathlib import Path
 
 #: Where every TMA instruction of this backend is issued (workaround 2).
 TMA_SCOPE = "single_warp"
@@ -78,11 +80,15 @@ def cdiv(x, y):
 
 
 TILUS_VERSION = "0.2.0"
-#: Names the build cache folder with the version (``_host.cache_dir``). Tilus keys its cache by
-#: the program's text, which a codegen workaround does not change: bump this whenever one
-#: changes the CUDA Tilus emits, so that no stale binary is reused.
-CODEGEN_REVISION = 6
 TVM_FFI_VERSION = "0.1.12"
+
+
+@functools.cache
+def fingerprint() -> str:
+    """A short hash of this module, which names the build cache folder (``_host.cache_dir``):
+    Tilus keys its cache by the program's text, which a codegen workaround does not change, so
+    a changed workaround must not reuse binaries built without it."""
+    return hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:8]
 
 
 def check_versions() -> None:
@@ -131,9 +137,7 @@ def apply() -> None:
 def _uniform_warp_group_roles(visit):
     """Workaround 6: emit a warp-aligned role of a non-power-of-two block with the uniform
     (shuffle-broadcast) predicate 0.2.0 reserves for power-of-two blocks."""
-
-    def is_pow2(n: int) -> bool:
-        return n > 0 and n & (n - 1) == 0
+    from tilus.utils import is_power_of_two as is_pow2
 
     @functools.wraps(visit)
     def patched(self, stmt):
