@@ -87,21 +87,36 @@ def k_tile_step(mma: str, halves: int, regs: int, block_k: int, a_stage: int, b_
 def fragment_store(halves: int, block_n: int, panel_rows: int, dtype: str):
     """The epilogue's register -> shared step every TMA-store rung shares: cast the m64nNk16
     accumulator fragment (``halves`` 64-row halves, ``block_n`` columns; layout in the module
-    docstring) and write it into 64-column, 128-byte-swizzled panels of ``panel_rows`` rows
-    starting at element ``base`` of ``D_smem`` -- the layout the TMA store's tensor map reads.
-    The XOR of the 16-byte chunk index with ``row % 8`` is the 128-byte swizzle."""
+    docstring) to packed pairs and write it with ``stmatrix`` into 64-column, 128-byte-swizzled
+    panels of ``panel_rows`` rows starting at element ``base`` of ``D_smem`` -- the layout the
+    TMA store's tensor map reads.
+
+    One ``stmatrix.m8n8.x4`` stores four 8x8 matrices; thread t's register ``i`` is row t // 4,
+    columns 2 (t % 4) and 2 (t % 4) + 1 of matrix ``i`` -- exactly the fragment's (q = 0, 1) and
+    (q = 2, 3) pairs of one 8-column group ``j``. So column groups ``j`` and ``j + 1`` of a
+    warp's 16 rows are one instruction (``block_n / 16`` per half, against ``block_n / 2``
+    32-bit ``st.shared``), and lane l gives the address of row ``l % 8`` of matrix ``l // 8``.
+    Each matrix row is one 16-byte chunk; the XOR of the chunk index with ``row % 8`` is the
+    128-byte swizzle, which also keeps the eight rows of a matrix in distinct banks."""
     from tvm.script import tirx as T
+
+    cvt = f"cvt.rn.{_PTX_TYPE[dtype]}x2.f32"
 
     @T.macro
     def store(D_smem, acc, base, warp, lane):
+        packed = T.alloc_buffer((4,), "uint32", scope="local")
         for h in T.unroll(halves):
-            for j in T.unroll(block_n // 8):
-                for q in T.unroll(4):
-                    row = T.meta_var(h * 64 + warp * 16 + lane // 4 + 8 * (q // 2))
-                    col = T.meta_var((j % 8) * 8 + (lane % 4) * 2 + q % 2)
-                    panel = T.meta_var(j // 8)
-                    D_smem[base + panel * panel_rows * 64 + row * 64
-                           + T.bitwise_xor(col // 8, row % 8) * 8 + col % 8] = T.Cast(
-                        dtype, acc[h * (block_n // 2) + j * 4 + q])  # fmt: skip
+            for jp in T.unroll(block_n // 16):
+                for i in T.unroll(4):
+                    # cvt's first source is the upper half: the odd column goes first
+                    T.ptx[cvt](packed[i], acc[h * (block_n // 2) + jp * 8 + i * 2 + 1],
+                               acc[h * (block_n // 2) + jp * 8 + i * 2])  # fmt: skip
+                m = T.meta_var(lane // 8)  # the matrix this lane addresses
+                row = T.meta_var(h * 64 + warp * 16 + (m % 2) * 8 + lane % 8)
+                j = T.meta_var(jp * 2 + m // 2)
+                T.ptx["stmatrix.sync.aligned.m8n8.x4.shared.b16"](
+                    D_smem.ptr_to([base + (j // 8) * panel_rows * 64 + row * 64
+                                   + T.bitwise_xor(j % 8, lane % 8) * 8]),
+                    packed[0], packed[1], packed[2], packed[3])  # fmt: skip
 
     return store
