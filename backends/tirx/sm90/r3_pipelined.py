@@ -32,7 +32,13 @@ from backends.tirx import spec
 from backends.tirx._host import TirxKernel
 from backends.tirx._tma import COMMIT, LOAD, STORE, SWIZZLE_COLS, WAIT_READ
 from backends.tirx._tma import SWIZZLE_128B as TMA_SW128
-from backends.tirx._wgmma import fragment_store, k_tile_step, mma_op
+from backends.tirx._wgmma import (
+    descriptor_bases,
+    fragment_store,
+    k_tile_step,
+    mma_op,
+    offset_descriptor,
+)
 from backends.tirx._workarounds import ACC_FENCE, ACC_FENCE_SOURCE
 
 # -- constants --------------------------------------------------------------------------------
@@ -50,9 +56,8 @@ SMEM_BYTES = 1024 + NUM_STAGES * TX_BYTES + BLOCK_M * BLOCK_N * 2
 
 def build(dtype: str, config: object = None):
     store_fragment = fragment_store(BLOCK_M // 64, BLOCK_N, BLOCK_M, dtype)
-    mma_k_tile = k_tile_step(
-        mma_op(BLOCK_N, dtype), BLOCK_M // 64, ACC // (BLOCK_M // 64), BLOCK_K, A_STAGE, B_STAGE
-    )
+    mma_k_tile = k_tile_step(mma_op(BLOCK_N, dtype), BLOCK_M // 64, ACC // (BLOCK_M // 64), BLOCK_K)
+    encode_bases = descriptor_bases()
 
     @T.prim_func
     def main(a: T.handle, b: T.handle, d: T.handle):
@@ -97,6 +102,7 @@ def build(dtype: str, config: object = None):
         acc = T.alloc_buffer((ACC,), "float32", scope="local")
         desc_a: T.uint64 = T.uint64(0)
         desc_b: T.uint64 = T.uint64(0)
+        encode_bases(desc_a, desc_b, A_smem, B_smem)  # once: each k-step offsets them
         k_tiles = T.meta_var(T.ceildiv(K, BLOCK_K))
         warp = T.meta_var(tx // 32)
         lane = T.meta_var(tx % 32)
@@ -112,10 +118,14 @@ def build(dtype: str, config: object = None):
 
         for kt in range(k_tiles):
             s = T.meta_var(kt % NUM_STAGES)
+            # the stage's descriptors before the wait: the first wgmma issues as soon as the
+            # data lands
+            da: T.uint64 = offset_descriptor(desc_a, s * A_STAGE)
+            db: T.uint64 = offset_descriptor(desc_b, s * B_STAGE)
             ab_full.wait(s, (kt // NUM_STAGES) % 2)
 
             # -- MMA: async wgmma batch, keep one batch in flight -----------------------------
-            mma_k_tile(acc, A_smem, B_smem, desc_a, desc_b, s, 0, kt)
+            mma_k_tile(acc, da, db, kt)
 
             # -- release k-tile kt-1's stage, refill it with k-tile kt-1+S --------------------
             if kt > 0:

@@ -37,7 +37,13 @@ from backends.tirx._host import TirxKernel
 from backends.tirx._schedule import grouped_tile
 from backends.tirx._tma import COMMIT, LOAD, LOAD_MULTICAST, STORE, SWIZZLE_COLS, WAIT_READ
 from backends.tirx._tma import SWIZZLE_128B as TMA_SW128
-from backends.tirx._wgmma import fragment_store, k_tile_step, mma_op
+from backends.tirx._wgmma import (
+    descriptor_bases,
+    fragment_store,
+    k_tile_step,
+    mma_op,
+    offset_descriptor,
+)
 from backends.tirx._workarounds import ACC_FENCE, ACC_FENCE_SOURCE
 from harness.protocol import ConfigSpace, KernelConfig, Problem
 
@@ -80,7 +86,8 @@ def _heuristic(problem: Problem) -> R7Config:
 
 def build(dtype: str, config: R7Config | None = None):
     store_fragment = fragment_store(1, BLOCK_N, 64, dtype)
-    mma_k_tile = k_tile_step(mma_op(BLOCK_N, dtype), 1, ACC, BLOCK_K, A_STAGE, B_STAGE)
+    mma_k_tile = k_tile_step(mma_op(BLOCK_N, dtype), 1, ACC, BLOCK_K)
+    encode_bases = descriptor_bases()
     group = (config or R7Config()).group
 
     @T.prim_func
@@ -167,15 +174,20 @@ def build(dtype: str, config: R7Config | None = None):
             acc = T.alloc_buffer((ACC,), "float32", scope="local")
             desc_a: T.uint64 = T.uint64(0)
             desc_b: T.uint64 = T.uint64(0)
+            encode_bases(desc_a, desc_b, A_smem, B_smem)  # once: each k-step offsets them
             full = PipelineState(NUM_STAGES, 0)
             release = PipelineState(NUM_STAGES, 0)
             for lt in range(my_tiles):
                 tm, tn = T.meta_var(grouped_tile(cluster + lt * num_clusters, tiles_m, tiles_n,
                                                  group))  # fmt: skip
                 for kt in range(k_tiles):
-                    ab_full.wait(full.stage, full.phase)
                     s = T.meta_var(full.stage)
-                    mma_k_tile(acc, A_smem, B_smem, desc_a, desc_b, s, c * 64, kt)
+                    # the stage's descriptors before the wait: the first wgmma issues as soon as
+                    # the data lands
+                    da: T.uint64 = offset_descriptor(desc_a, s * A_STAGE + c * 64 * BLOCK_K)
+                    db: T.uint64 = offset_descriptor(desc_b, s * B_STAGE)
+                    ab_full.wait(s, full.phase)
+                    mma_k_tile(acc, da, db, kt)
                     full.advance()
                     # the previous k-tile's MMAs retired: hand its stage back to the producer
                     if kt > 0:
