@@ -1,8 +1,10 @@
 """TIRx · sm_90a · rung 5 ``warp_specialized``.
 
 Changes from rung 4 (``persistent``):
-  * two warpgroups with fixed roles: warpgroup 0 is the producer (one thread issues every TMA;
-    the warpgroup gives registers back with ``setmaxnreg.dec 40``), warpgroup 1 the consumer
+  * two warpgroups with fixed roles: warpgroup 0 is the producer (its warp 0 walks the ring and
+    one elected lane issues every TMA, the warp's role test on a lane-0-broadcast warp index so
+    that ptxas sees it as warp-uniform; the warpgroup gives registers back with
+    ``setmaxnreg.dec 40``), warpgroup 1 the consumer
     (``setmaxnreg.inc 232``, issues the wgmma and runs the epilogue). The producer runs ahead
     of the consumer by up to NUM_STAGES k-tiles, across tile boundaries, blocked only by
     ``ab_empty``;
@@ -16,8 +18,8 @@ Barriers (per stage s):
 
   | name | count | arrives | waits | means |
   | --- | --- | --- | --- | --- |
-  | ``ab_full`` | 1 + tx bytes | producer thread (expect_tx); TMA | consumer warpgroup | landed |
-  | ``ab_empty`` | 4 | lane 0 of each consumer warp, after wait_group 1 | producer thread | free |
+  | ``ab_full`` | 1 + tx bytes | elected producer lane (expect_tx); TMA | consumers | landed |
+  | ``ab_empty`` | 4 | lane 0 of each consumer warp, after wait_group 1 | producer warp | free |
 
 Starting phases: the consumer waits ``ab_full`` from phase 0. The producer waits ``ab_empty``
 from phase 1: a freshly initialized mbarrier is in phase 0, and a parity-1 wait asks for the
@@ -115,21 +117,29 @@ def build(dtype: str, config: object = None):
         my_tiles = T.meta_var(T.max(tiles_m * tiles_n - cta + num_ctas - 1, 0) // num_ctas)
 
         if tx < 128:
-            # -- producer warpgroup: one thread issues every TMA ------------------------------
+            # -- producer warpgroup: warp 0 walks the ring, one elected lane issues the TMA ---
             T.ptx.setmaxnreg.dec.sync.aligned.u32(PRODUCER_REGS)
-            if tx == 0:
+            # warp index broadcast from lane 0: a branch ptxas knows is warp-uniform keeps the
+            # loop's coordinates and addresses in uniform registers (issued by one thread
+            # under `tx == 0`, each TMA sat in a waterfall loop after R2UR moves)
+            w: T.int32 = T.cuda.__shfl_sync(T.uint32(0xFFFFFFFF), tx // 32, 0, 32)
+            if w == 0:
                 empty = PipelineState(NUM_STAGES, 1)  # phase 1: every stage starts free
                 for lt in range(my_tiles):
                     tm, tn = T.meta_var(grouped_tile(cta + lt * num_ctas, tiles_m, tiles_n,
                                                      GROUP_M))  # fmt: skip
+                    # the tile's TMA rows, once per tile (not per k-step: the tile order divides)
+                    a_row: T.int32 = tm * BLOCK_M
+                    b_row: T.int32 = tn * BLOCK_N
                     for kt in range(k_tiles):
                         ab_empty.wait(empty.stage, empty.phase)
                         s = T.meta_var(empty.stage)
-                        ab_full.arrive(s, TX_BYTES)
-                        T.ptx[LOAD](A_smem.ptr_to([s * A_STAGE]), T.address_of(A_map),
-                                    kt * BLOCK_K, tm * BLOCK_M, ab_full.ptr_to([s]))  # fmt: skip
-                        T.ptx[LOAD](B_smem.ptr_to([s * B_STAGE]), T.address_of(B_map),
-                                    kt * BLOCK_K, tn * BLOCK_N, ab_full.ptr_to([s]))  # fmt: skip
+                        if T.cuda.elect_sync():
+                            ab_full.arrive(s, TX_BYTES)
+                            T.ptx[LOAD](A_smem.ptr_to([s * A_STAGE]), T.address_of(A_map),
+                                        kt * BLOCK_K, a_row, ab_full.ptr_to([s]))  # fmt: skip
+                            T.ptx[LOAD](B_smem.ptr_to([s * B_STAGE]), T.address_of(B_map),
+                                        kt * BLOCK_K, b_row, ab_full.ptr_to([s]))  # fmt: skip
                         empty.advance()
         else:
             # -- consumer warpgroup: wgmma + epilogue -----------------------------------------

@@ -126,25 +126,31 @@ def build(dtype: str, config: object = None):
         )
 
         if tx < 128:
-            # -- producer warpgroup: one thread issues every TMA ------------------------------
+            # -- producer warpgroup: warp 0 walks the ring, one elected lane issues the TMA ---
             T.ptx.setmaxnreg.dec.sync.aligned.u32(PRODUCER_REGS)
-            if tx == 0:
+            # warp index broadcast from lane 0: a branch ptxas knows is warp-uniform keeps the
+            # loop's coordinates and addresses in uniform registers (issued by one thread
+            # under `tx == 0`, each TMA sat in a waterfall loop after R2UR moves)
+            w: T.int32 = T.cuda.__shfl_sync(T.uint32(0xFFFFFFFF), tx // 32, 0, 32)
+            if w == 0:
                 empty = PipelineState(NUM_STAGES, 1)  # phase 1: every stage starts free
                 for lt in range(my_tiles):
                     tm, tn = T.meta_var(grouped_tile(cluster + lt * num_clusters, tiles_m, tiles_n,
                                                      GROUP_M))  # fmt: skip
+                    # the tile's TMA rows, once per tile (not per k-step: the tile order divides)
+                    a_row: T.int32 = (tm * CLUSTER_M + rank) * BLOCK_M
+                    b_row: T.int32 = tn * BLOCK_N + rank * (BLOCK_N // CLUSTER_M)
                     for kt in range(k_tiles):
                         ab_empty.wait(empty.stage, empty.phase)
                         s = T.meta_var(empty.stage)
-                        ab_full.arrive(s, TX_BYTES)
-                        T.ptx[LOAD](A_smem.ptr_to([s * A_STAGE]), T.address_of(A_map),
-                                    kt * BLOCK_K, (tm * CLUSTER_M + rank) * BLOCK_M,
-                                    ab_full.ptr_to([s]))  # fmt: skip
-                        # this CTA's half of the B tile, into the same offset of both CTAs
-                        T.ptx[LOAD_MULTICAST](B_smem.ptr_to([s * B_STAGE + rank * B_HALF]),
-                                              T.address_of(B_map), kt * BLOCK_K,
-                                              tn * BLOCK_N + rank * (BLOCK_N // CLUSTER_M),
-                                              ab_full.ptr_to([s]), T.uint16(0b11))  # fmt: skip
+                        if T.cuda.elect_sync():
+                            ab_full.arrive(s, TX_BYTES)
+                            T.ptx[LOAD](A_smem.ptr_to([s * A_STAGE]), T.address_of(A_map),
+                                        kt * BLOCK_K, a_row, ab_full.ptr_to([s]))  # fmt: skip
+                            # this CTA's half of the B tile, into the same offset of both CTAs
+                            T.ptx[LOAD_MULTICAST](B_smem.ptr_to([s * B_STAGE + rank * B_HALF]),
+                                                  T.address_of(B_map), kt * BLOCK_K, b_row,
+                                                  ab_full.ptr_to([s]), T.uint16(0b11))  # fmt: skip
                         empty.advance()
         else:
             # -- consumer warpgroup: wgmma + epilogue -----------------------------------------
