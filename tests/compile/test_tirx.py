@@ -33,9 +33,11 @@ _HOPPER = [
     (Rung.TMA, r"cp\.async\.bulk\.tensor\.2d\.shared::cluster\.global\.mbarrier"),
     (Rung.TMA, r"mbarrier\.try_wait"),
     (Rung.TMA, r"cp\.async\.bulk\.tensor\.2d\.global\.shared::cta"),  # TMA store epilogue
+    (Rung.TMA, r"stmatrix\.sync\.aligned\.m8n8\.x4\.shared\.b16"),  # fragment -> panels
     (Rung.PIPELINED, r"wgmma\.wait_group\.sync\.aligned 1"),
     (Rung.WARP_SPECIALIZED, r"setmaxnreg\.dec\.sync\.aligned\.u32 40"),
     (Rung.WARP_SPECIALIZED, r"setmaxnreg\.inc\.sync\.aligned\.u32 232"),
+    (Rung.WARP_SPECIALIZED, r"elect\.sync"),  # the producer lane that issues the TMA
     (Rung.CLUSTER2, r"cp\.async\.bulk\.tensor\.2d\.shared::cluster\.global\..*multicast::cluster"),
     (Rung.CLUSTER2, r"mbarrier\.arrive\S*\.shared::cluster"),  # consumer -> peer's ab_empty
     (Rung.CLUSTER2, r"mapa\.shared::cluster"),
@@ -160,6 +162,50 @@ def test_consumer_index_is_broadcast():
     src = cuda_source(r7_multi_consumer.build("float16"), "sm_90a")
     broadcast = r"__shfl_sync\([^;]*\(\(\(int\)threadIdx\.x\) >> 7\) - 1\), 0, 32\)"
     assert re.search(broadcast, src), "rung 7's consumer index is no longer broadcast"
+
+
+HOPPER_MODULES = {
+    Rung.PIPELINED: "r3_pipelined",
+    Rung.PERSISTENT: "r4_persistent",
+    Rung.WARP_SPECIALIZED: "r5_warp_specialized",
+    Rung.CLUSTER2: "r6_cluster2",
+    Rung.MULTI_CONSUMER: "r7_multi_consumer",
+}
+
+
+def _hopper_source(rung: Rung) -> str:
+    import importlib
+
+    from backends.tirx._host import cuda_source
+
+    module = importlib.import_module(f"backends.tirx.sm90.{HOPPER_MODULES[rung]}")
+    return cuda_source(module.build("float16"), "sm_90a")
+
+
+@pytest.mark.parametrize("rung", list(HOPPER_MODULES), ids=lambda r: r.label)
+def test_descriptors_encoded_once(rung):
+    """Rungs 3-7 encode one base descriptor per operand buffer, before the main loop, and
+    offset it per stage and k16 step; encoding every descriptor from its pointer put ~7
+    dependent uniform instructions before each wgmma (README, findings)."""
+    src = _hopper_source(rung)
+    calls = re.findall(r"ptx_wgmma_encode_matrix_descriptor\(\(", src)
+    assert len(calls) == 2, f"{len(calls)} descriptor encodes in rung {rung.label}, expected 2"
+
+
+@pytest.mark.parametrize(
+    "rung", [r for r in HOPPER_MODULES if r >= Rung.WARP_SPECIALIZED], ids=lambda r: r.label
+)
+def test_producer_is_one_uniform_warp(rung):
+    """Rungs 5-7: warp 0 of the producer warpgroup runs the ring on a lane-0-broadcast warp
+    index and an elected lane issues the TMA. A single ``tx == 0`` producer made ptxas move
+    every TMA's operands through R2UR into a waterfall loop and recompute the tile order after
+    each wait (README, findings: rung 7 at 98 % of cuBLAS instead of 100 %)."""
+    src = _hopper_source(rung)
+    assert re.search(r"w(_ptr\[0\])? = __shfl_sync\([^;]*threadIdx\.x\) >> 5\), 0, 32\)", src)
+    assert "elect_one_sync" in src
+    assert not re.search(r"if \(\(\(int\)threadIdx\.x\) == 0\) \{\s*\n\s*for", src), (
+        "a single thread runs the producer loop again"
+    )
 
 
 @pytest.mark.parametrize("spec", SPECS, ids=[s.id for s in SPECS])
