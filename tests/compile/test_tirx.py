@@ -164,13 +164,8 @@ def test_consumer_index_is_broadcast():
     assert re.search(broadcast, src), "rung 7's consumer index is no longer broadcast"
 
 
-HOPPER_MODULES = {
-    Rung.PIPELINED: "r3_pipelined",
-    Rung.PERSISTENT: "r4_persistent",
-    Rung.WARP_SPECIALIZED: "r5_warp_specialized",
-    Rung.CLUSTER2: "r6_cluster2",
-    Rung.MULTI_CONSUMER: "r7_multi_consumer",
-}
+#: The sm_90a rungs that share the k-tile step (rung 3 on), by rung, from the backend's listing.
+HOPPER_STEP = {s.rung: s for s in SPECS if s.arch == "sm_90a" and s.rung >= Rung.PIPELINED}
 
 
 def _hopper_source(rung: Rung) -> str:
@@ -178,11 +173,11 @@ def _hopper_source(rung: Rung) -> str:
 
     from backends.tirx._host import cuda_source
 
-    module = importlib.import_module(f"backends.tirx.sm90.{HOPPER_MODULES[rung]}")
+    module = importlib.import_module(HOPPER_STEP[rung].module)
     return cuda_source(module.build("float16"), "sm_90a")
 
 
-@pytest.mark.parametrize("rung", list(HOPPER_MODULES), ids=lambda r: r.label)
+@pytest.mark.parametrize("rung", list(HOPPER_STEP), ids=lambda r: r.label)
 def test_descriptors_encoded_once(rung):
     """Rungs 3-7 encode one base descriptor per operand buffer, before the main loop, and
     offset it per stage and k16 step; encoding every descriptor from its pointer put ~7
@@ -193,7 +188,7 @@ def test_descriptors_encoded_once(rung):
 
 
 @pytest.mark.parametrize(
-    "rung", [r for r in HOPPER_MODULES if r >= Rung.WARP_SPECIALIZED], ids=lambda r: r.label
+    "rung", [r for r in HOPPER_STEP if r >= Rung.WARP_SPECIALIZED], ids=lambda r: r.label
 )
 def test_producer_is_one_uniform_warp(rung):
     """Rungs 5-7: warp 0 of the producer warpgroup runs the ring on a lane-0-broadcast warp
