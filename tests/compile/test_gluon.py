@@ -280,8 +280,8 @@ def test_r8_select_valid_for_every_problem():
     """The heuristic never refuses: every suite's problem, a held-out random suite and random
     shapes (any M, N >= 1, K % 8 == 0) get a menu config that is valid, whose ring fits shared
     memory with >= 2 stages, whose K splits are never empty and keep >= 512 of K, which swaps
-    A and B exactly when M <= 64 < N, and whose plan launches at least one program and no more
-    than one per SM (cluster) or per work unit."""
+    A and B only when M <= 64 < N and always when M <= 16, and whose plan launches at least
+    one program and no more than one per SM (cluster) or per work unit."""
     r8 = _r8()
     kernel = r8.KERNEL
     for problem in _all_problems():
@@ -306,7 +306,10 @@ def test_r8_select_valid_for_every_problem():
         assert 1 <= plan.grid[0] <= max(units, 132 // config.cluster)
         if config.stream_k:
             assert plan.constexprs["PERSISTENT"] and plan.grid == (132 // config.cluster,)
-        assert config.swap_ab == (problem.m <= 64 < problem.n)
+        if config.swap_ab:
+            assert problem.m <= 64 < problem.n
+        elif problem.m <= 16 < 64 < problem.n:
+            raise AssertionError(f"{problem.key}: M <= 16 must swap A and B, got {config.name}")
     # the tune ranking: every valid config once, the heuristic's among them, no invalid one
     for problem in (Problem(1, 4096, 14336), Problem(128, 10240, 8192), Problem(1000, 1003, 520)):
         ranked = r8._ranked(problem)
