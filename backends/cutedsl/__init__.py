@@ -75,8 +75,8 @@ _KERNELS: tuple[tuple[str, str, Rung, str, str], ...] = (
         "r8_shape_adaptive",
         Rung.SHAPE_ADAPTIVE,
         "sm_90a",
-        "rung 7's kernel configured per problem: tile 64/128 x 32-256, cluster 1 or 2, swap-AB "
-        "for small M, deterministic split-K (fp32 workspace + reduce kernel), persistent or not",
+        "rung 7's kernel configured per problem: tile 64/128 x 16-256, cluster 1 or 2, swap-AB "
+        "for small M, deterministic split-K or stream-K (fp32 partials + reduce kernel)",
     ),
     (
         "sm100",

@@ -60,8 +60,9 @@ class CuteDslKernel(SpecKernel):
     rung with tuning knobs passes ``space`` (its menu, heuristic and which config fits which
     problem); the config is then part of the compile cache key, and ``configs``/``select``
     expose it to the harness. A rung that needs scratch memory passes ``workspace(problem,
-    config)``, a count of fp32 elements: its ``__call__`` then takes a fourth pointer (fp32)
-    after ``d_ptr``, to a buffer allocated once per launcher, outside the launch.
+    config, num_sms)``, a count of fp32 elements (``num_sms`` being what ``make_gemm`` got):
+    its ``__call__`` then takes a fourth pointer (fp32) after ``d_ptr``, to a buffer allocated
+    once per launcher, outside the launch.
     """
 
     spec: KernelSpec
@@ -70,7 +71,7 @@ class CuteDslKernel(SpecKernel):
     rung_supports: Callable[[Problem], str | None] | None = None
     space: ConfigSpace[Any] | None = None
     raw_ptx: tuple[str, ...] = ()
-    workspace: Callable[[Problem, KernelConfig | None], int] | None = None
+    workspace: Callable[[Problem, KernelConfig | None, int], int] | None = None
     _cache: dict[tuple[str, Any, int, Any], Any] = field(default_factory=dict, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -103,7 +104,7 @@ class CuteDslKernel(SpecKernel):
         buf = None
         if self.workspace is not None:
             # Allocated here, once: the launch below only passes its address.
-            elems = max(self.workspace(problem, config), 4)
+            elems = max(self.workspace(problem, config, num_sms), 4)
             buf = torch.empty(elems, dtype=torch.float32, device="cuda")
             scratch = (make_ptr(cutlass.Float32, buf.data_ptr(), gmem, assumed_align=16),)
 

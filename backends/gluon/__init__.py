@@ -60,7 +60,7 @@ _KERNELS: tuple[tuple[str, Rung, str, str], ...] = (
         Rung.SHAPE_ADAPTIVE,
         "sm_90a",
         "rung 7's kernel family chosen per problem: 64/128 x 16..256 tiles, cluster 1/2, "
-        "swap-AB for small M, deterministic split-K, persistent only above one wave",
+        "swap-AB for small M, deterministic split-K or stream-K (fp32 partials + reduce)",
     ),
     (
         "sm100/r5_warp_specialized",

@@ -186,6 +186,8 @@ def test_r7_wgmma_is_not_serialized(dtype: str) -> None:
 _TMA_LOAD = "cp.async.bulk.tensor.2d.shared::cta.global"
 _TMA_STORE = "cp.async.bulk.tensor.2d.global.shared::cta"
 _MULTICAST = "multicast::cluster"
+_SK_PARTIAL = "st.global.v2.b32"  # two fp32 accumulators (also the reduce's four fp16 of D)
+_SK_LOAD = "ld.global.v4.b32"  # four fp32 of a partial (the stream-K reduce)
 
 
 def _r8():
@@ -227,7 +229,7 @@ R8_PATHS = {
     ),
     "swap_ab_n64": (
         Problem(64, 4096, 4096, "fp16"),
-        "tile_m=64,split_k=1",
+        "tile_m=64,tile_n=64,cluster=1,swap_ab=1,split_k=1,epilogue=serial",
         ("wgmma.mma_async.sync.aligned.m64n64k16", _TMA_LOAD, "st.global.b16"),
         (_TMA_STORE, _MULTICAST),
         1,
@@ -262,7 +264,7 @@ R8_PATHS = {
     ),
     "tile_128x64_non_persistent": (
         Problem(1024, 1024, 1024, "fp16"),
-        "cluster=1,persistent=0,epilogue=serial",
+        "tile_m=128,tile_n=64,cluster=1,persistent=0,epilogue=serial",
         ("wgmma.mma_async.sync.aligned.m64n64k16", _TMA_STORE),
         (_MULTICAST,),
         1,
@@ -288,6 +290,29 @@ R8_PATHS = {
         (_TMA_STORE,),
         1,
     ),
+    "tile_128x192_cluster2": (
+        Problem(3000, 5000, 1000, "fp16"),
+        "",
+        ("wgmma.mma_async.sync.aligned.m64n192k16", _TMA_STORE, _MULTICAST),
+        (),
+        1,
+    ),
+    # stream-K: whole tiles by TMA store, fp32 partials (8-byte stores), the reduce's 16-byte
+    # partial loads
+    "stream_k": (
+        Problem(300, 7168, 16384, "fp16"),
+        "tile_m=64,tile_n=256,cluster=1,stream_k=1,epilogue=serial",
+        ("wgmma.mma_async.sync.aligned.m64n256k16", _TMA_STORE, _SK_PARTIAL, _SK_LOAD),
+        (_MULTICAST,),
+        2,
+    ),
+    "stream_k_cluster2": (
+        Problem(3000, 5000, 1000, "bf16"),
+        "tile_m=128,tile_n=256,cluster=2,stream_k=1,epilogue=serial",
+        ("wgmma.mma_async.sync.aligned.m64n256k16", _TMA_STORE, _MULTICAST, _SK_PARTIAL),
+        (),
+        2,
+    ),
 }
 
 
@@ -295,8 +320,9 @@ R8_PATHS = {
 def test_r8_code_paths_compile(path: str) -> None:
     """Each code path of rung 8 compiles for sm_90a with the instructions it is built on: the
     wgmma N of its tile, TMA loads, the TMA-store epilogue or direct stores (swap-AB writes
-    D^T column-major; split-K writes fp32 partials, then the reduce kernel reads them back),
-    multicast only with cluster 2."""
+    D^T column-major; split-K writes fp32 partials, then the reduce kernel reads them back;
+    stream-K stores whole tiles by TMA and its tail's fp32 partials from registers, then its
+    reduce kernel reads them back), multicast only with cluster 2."""
     problem, overrides, wanted, unwanted, entries = R8_PATHS[path]
     kernel = _r8().KERNEL
     config = kernel.select(problem)
@@ -393,8 +419,7 @@ def test_r8_select_on_the_sweep() -> None:
         assert c.swap_ab == (p.m <= 16), p.key  # small M: N fills the wgmma M side
         if c.swap_ab:  # Gluon rung 8's decode tile: 16 columns (covers M), 64/128 rows of N
             assert c.tile_n == 16 and c.cluster == 1 and c.epilogue == "serial"
-        tiles_m, tiles_n = r8._tiles(p, c)
-        units = tiles_m * tiles_n * c.split_k
+        units = c.ctas(p)
         # Enough work units for nearly half a wave, unless the problem is too small to split:
         # decode streams the weights from DRAM, which 64 CTAs already do at full speed (one
         # wave of larger tiles can beat two of smaller: 128x10240 takes 80 128x128 tiles).
@@ -402,9 +427,13 @@ def test_r8_select_on_the_sweep() -> None:
         if c.split_k > 1:
             assert units <= 1.1 * HOPPER.num_sms and p.k // c.split_k >= 512
         if p.m == 8192 or (p.m, p.n, p.k) == (2048, 2048, 2048):
-            assert c == r8.R8Config(), p.key  # rung 7's configuration: 128x256, cluster 2
+            # rung 7's kind of tile: two consumer warpgroups, a multicast pair, no split (its
+            # width, 128 to 256, and a stream-K tail are the cost model's to choose)
+            assert (c.tile_m, c.cluster, c.split_k) == (128, 2, 1), (p.key, c.name)
+            assert c.tile_n >= 128, (p.key, c.name)
     rung7 = r8.R8Config(128, 256, 2, epilogue="overlap")
-    assert kernel.select(Problem(8192, 8192, 8192, "fp16")) == rung7
+    assert kernel.select(Problem(4096, 4096, 4096, "fp16")) == rung7
+    assert kernel.select(Problem(2048, 2048, 2048, "fp16")) == rung7
     # Decode with few output tiles and long K: split-K fills the SMs; with a short K the
     # reduce costs more than the 64 unsplit 64x16 tiles lose (measured on an H200).
     assert kernel.select(Problem(1, 4096, 14336, "fp16")).split_k > 1
@@ -414,16 +443,24 @@ def test_r8_select_on_the_sweep() -> None:
     # Mid M: smaller tiles, no split.
     mid = kernel.select(Problem(128, 4096, 4096, "fp16"))
     assert (mid.tile_m, mid.tile_n, mid.split_k, mid.swap_ab) == (64, 64, 1, False)
-    assert kernel.select(Problem(1024, 1024, 1024, "fp16")).tile_n == 64
+    small = kernel.select(Problem(1024, 1024, 1024, "fp16"))  # a smaller tile than rung 7's
+    assert small.tile_m * small.tile_n < rung7.tile_m * rung7.tile_n and small.cluster == 1
     # The measured H200 regressions of the first heuristic (swap 64x32, 64x64 cluster 2, 128x256
     # at 1024 x 6144) get the configs the Gluon rung 8 reaches 86-113 % of cuBLAS with; decode
     # at 4096x4096 the unsplit 64x16 tile its tune found 3-8 % faster than 128x16 split 4.
     one = kernel.select(Problem(1, 4096, 4096, "fp16"))
     assert (one.tile_m, one.tile_n, one.swap_ab, one.split_k) == (64, 16, True, 1)
-    mid = kernel.select(Problem(128, 6144, 4096, "fp16"))
-    assert (mid.tile_m, mid.tile_n, mid.cluster) == (128, 64, 1)
+    mid = kernel.select(Problem(128, 6144, 4096, "fp16"))  # one wave, not 64x64 cluster 2's 1.45
+    assert mid.cluster == 1 and not mid.swap_ab and mid.ctas(Problem(128, 6144, 4096)) <= 132
+    # 1024 x 6144: not 128x256 cluster 2 (96 cluster tiles, 1.45 waves of 66), but 128x128
+    # (192, 2.9 waves) or the 192-wide tile (128, 1.94 waves)
     big = kernel.select(Problem(1024, 6144, 4096, "fp16"))
-    assert (big.tile_m, big.tile_n, big.cluster) == (128, 128, 2)
+    assert (big.tile_m, big.cluster, big.stream_k) == (128, 2, False)
+    assert big.tile_n in (128, 192)
+    # Between the grid's points the wave tail is split: at 300 x 7168 x 16384 the last wave of
+    # any tile is part-empty, and the pick spreads its k-iterations over every SM.
+    tail = kernel.select(Problem(300, 7168, 16384, "fp16"))
+    assert tail.stream_k and r8.stream_k(Problem(300, 7168, 16384), 132, tail).sk_tiles > 0
 
 
 def test_r8_every_problem_gets_a_valid_config() -> None:
@@ -432,7 +469,7 @@ def test_r8_every_problem_gets_a_valid_config() -> None:
     TMA-store-only overlap epilogue."""
     import random
 
-    from harness.problems import SUITES
+    from harness.problems import SUITES, random_shapes
 
     r8 = _r8()
     kernel = r8.KERNEL
@@ -442,6 +479,8 @@ def test_r8_every_problem_gets_a_valid_config() -> None:
         for m, n, k in shapes
         for d in ("fp16", "bf16")
     ]
+    # the random suites (a tuning seed and another), whose M lies between the grid's points
+    problems += [Problem(*shape) for seed in (101, 7) for shape in random_shapes(seed, 128)]
     rng = random.Random(8)
     for _ in range(2000):
         m, n = (int(2 ** rng.uniform(0, 16)) for _ in range(2))
@@ -453,6 +492,8 @@ def test_r8_every_problem_gets_a_valid_config() -> None:
         assert kernel.supports(p, c) is None, (p.key, c.name, kernel.supports(p, c))
         if p.n % 8:
             assert c.epilogue == "serial"
+        if c.stream_k:  # chosen for a wave tail, which its workspace then holds
+            assert r8.stream_k(p, HOPPER.num_sms, c).sk_tiles > 0, (p.key, c.name)
     # the tune ranking: every valid config once, the heuristic's among them, the variants the
     # cost model cannot tell apart after all the others
     for p in (Problem(1, 4096, 14336), Problem(128, 10240, 8192), Problem(1000, 1003, 520)):
@@ -465,3 +506,148 @@ def test_r8_every_problem_gets_a_valid_config() -> None:
     names = [c.name for c in kernel.configs]
     assert len(set(names)) == len(names)
     assert all(r8._valid(Problem(4096, 4096, 4096), c) is None for c in kernel.configs)
+
+
+# -- rung 8: stream-K and the 192-wide tile ----------------------------------------------------
+def _kernels(ptx: str) -> dict[str, str]:
+    """Each kernel's PTX by its method name (``kernel``, ``reduce``, ``streamk_reduce``)."""
+    out = {}
+    for body in ptx.split(".visible .entry ")[1:]:
+        name = re.match(r"kernel_cutlass_(\w+?)_backends", body)
+        assert name, body[:80]
+        out[name.group(1)] = body
+    return out
+
+
+def _whole_waves(config) -> Problem:
+    """A problem of exactly two waves of ``config``'s cluster tiles (no tail)."""
+    programs = HOPPER.num_sms // config.cluster
+    return Problem(config.tile_rows * programs, 2 * config.tile_n, 4096, "bf16")
+
+
+#: (tile_m, tile_n, cluster) of the stream-K configs: the unswapped tiles a tail wave is made of.
+_STREAM_K_TILES = (
+    (128, 256, 2),
+    (128, 256, 1),
+    (128, 192, 2),
+    (128, 192, 1),
+    (128, 128, 2),
+    (128, 128, 1),
+    (64, 256, 1),
+    (64, 128, 1),
+)
+#: (tile_m, tile_n, cluster, stream_k) of the configs stream-K and the 192-wide tile added.
+_SK_AND_192 = [(*t, True) for t in _STREAM_K_TILES] + [(128, 192, 2, False), (128, 192, 1, False)]
+
+
+@pytest.mark.parametrize(
+    "knobs", _SK_AND_192, ids=lambda k: f"{k[0]}x{k[1]}-c{k[2]}" + ("-stream_k" * k[3])
+)
+def test_r8_stream_k_and_192_configs_compile(knobs) -> None:
+    """Every stream-K config and every 192-wide one is valid on problems with a wave tail and
+    on one of whole waves, and compiles for sm_90a (one compile serves them all: the shape is a
+    runtime argument). Stream-K: whole tiles leave through the TMA-store epilogue, each tail
+    segment's fp32 partial from registers (one unpredicated 8-byte store per accumulator
+    pair: tile_n / 4 a thread), and a second kernel (the reduce) reads the partials 16 bytes at
+    a time and writes D; the workspace holds two partial cluster tiles per program, and only
+    when there is a tail."""
+    r8 = _r8()
+    kernel = r8.KERNEL
+    tm, tn, cluster, stream_k = knobs
+    epilogue = "serial" if stream_k else "overlap"
+    config = r8.R8Config(tm, tn, cluster, stream_k=stream_k, epilogue=epilogue)
+    assert config in kernel.configs
+    tails = (Problem(300, 7168, 16384, "fp16"), Problem(3000, 5000, 1000, "fp16"))
+    whole = _whole_waves(config)
+    for p in (*tails, whole):
+        assert kernel.supports(p, config) is None, (p.key, kernel.supports(p, config))
+    assert r8.stream_k(whole, HOPPER.num_sms, config).sk_tiles == 0
+    ptx = kernel.codegen(tails[0], "sm_90a", config).ptx
+    parts = _kernels(ptx)
+    gemm = parts["kernel"]
+    assert f"wgmma.mma_async.sync.aligned.m64n{config.tile_n}k16" in gemm
+    assert _TMA_STORE in gemm and (_MULTICAST in gemm) == (config.cluster == 2)
+    if config.stream_k:
+        assert sorted(parts) == ["kernel", "streamk_reduce"]
+        assert gemm.count(_SK_PARTIAL) == config.tile_n // 4, config.name
+        assert gemm.count("st.global") == gemm.count(_SK_PARTIAL)  # nothing else, no edges
+        assert _SK_LOAD in parts["streamk_reduce"] and "st.global" in parts["streamk_reduce"]
+        programs = HOPPER.num_sms // config.cluster
+        slots = 2 * programs * config.tile_rows * config.tile_n
+        assert r8.workspace_elems(whole, config) == 0
+        for p in tails:
+            sk = r8.stream_k(p, HOPPER.num_sms, config)
+            assert sk.sk_tiles > 0 and r8.workspace_elems(p, config) == slots
+            # every tail unit's slot lies inside the workspace
+            last = max(sk.unit(u)[3] for u in range(sk.dp_tiles, sk.units))
+            assert (last + 1) * config.tile_rows * config.tile_n <= slots
+    else:
+        assert list(parts) == ["kernel"] and "st.global" not in gemm
+    _assert_ptxas_clean(ptx, config.name)
+
+
+def test_r8_stream_k_code_stays_out_of_the_other_configs() -> None:
+    """The stream-K twin of rung 7's configuration (128x256, cluster 2) adds its partial
+    stores and its reduce kernel; rung 7's configuration itself, serial or overlapped, keeps
+    one kernel and no global store (D leaves by TMA store only), as before stream-K."""
+    r8 = _r8()
+    kernel = r8.KERNEL
+    problem = Problem(4096, 4096, 4096, "fp16")
+    twin = r8.R8Config(stream_k=True, epilogue="serial")
+    assert twin in kernel.configs and kernel.supports(problem, twin) is None
+    sk = _kernels(kernel.codegen(problem, "sm_90a", twin).ptx)
+    assert sorted(sk) == ["kernel", "streamk_reduce"]
+    assert sk["kernel"].count(_SK_PARTIAL) == 256 // 4
+    for epilogue in ("overlap", "serial"):
+        plain = _kernels(kernel.codegen(problem, "sm_90a", r8.R8Config(epilogue=epilogue)).ptx)
+        assert list(plain) == ["kernel"], epilogue
+        assert "st.global" not in plain["kernel"] and _SK_LOAD not in plain["kernel"], epilogue
+
+
+def test_r8_stream_k_tile_order_covers_every_tile_once() -> None:
+    """The stream-K kernel and its reduce number cluster tiles with one function (traced
+    into both; plain integers here): every tile of the grid exactly once, in group-row bands
+    swept column by column (the Gluon rung 8's order)."""
+    grouped_tile = _r8().grouped_tile
+    for tiles_m, tiles_n in ((1, 1), (3, 5), (8, 4), (9, 7), (17, 2), (33, 40)):
+        order = [grouped_tile(t, tiles_m, tiles_n, 8) for t in range(tiles_m * tiles_n)]
+        assert sorted(order) == [(i, j) for i in range(tiles_m) for j in range(tiles_n)]
+    assert [grouped_tile(t, 9, 2, 8) for t in range(4)] == [(0, 0), (1, 0), (2, 0), (3, 0)]
+    assert grouped_tile(8, 9, 2, 8) == (0, 1) and grouped_tile(16, 9, 2, 8) == (8, 0)
+
+
+def test_r8_stream_k_validity() -> None:
+    """Stream-K runs unswapped and unsplit on the persistent grid, with the serial TMA-store
+    epilogue (D's rows 16-byte aligned): any other combination is refused with a reason, and
+    the menu's stream-K configs are exactly the listed tiles, each valid where N % 8 == 0."""
+    r8 = _r8()
+    ok = Problem(3000, 5000, 1000)
+    base = r8.R8Config(128, 128, 1, stream_k=True, epilogue="serial")
+    assert r8._valid(ok, base) is None
+    for override in ("swap_ab=1", "split_k=2", "persistent=0", "epilogue=overlap"):
+        assert r8._valid(ok, base.with_overrides(override)), override
+    assert r8._valid(Problem(3000, 5004, 1000), base)  # N % 8 != 0
+    menu = [c for c in r8.MENU if c.stream_k]
+    assert [(c.tile_m, c.tile_n, c.cluster) for c in menu] == list(_STREAM_K_TILES)
+    for c in menu:
+        assert (c.epilogue, c.persistent, c.raster, c.group) == ("serial", True, "m", 8)
+        assert not c.swap_ab and c.split_k == 1 and r8._valid(ok, c) is None
+        assert not r8._variant(ok, c)  # serial is stream-K's default, not a variant
+
+
+def test_r8_menu_fits_shared_memory() -> None:
+    """Every menu config's ring, epilogue buffers and barriers fit the 227 KiB of one CTA with
+    at least 4 stages; the 192-wide tile takes six epilogue buffers (its six 32-column
+    sub-tiles fill whole rounds of them) and four stages, like rung 7's 128x256."""
+    r8 = _r8()
+    assert any(c.tile_n == 192 for c in r8.MENU)
+    for c in r8.MENU:
+        for tma_store in (True,) if c.stream_k else (True, False):  # (stream-K: N % 8 == 0)
+            g = r8.Gemm(HOPPER.num_sms, tma_store, c)
+            epi = c.tile_m * r8.EPI_N * 2 * g.epi_stages if g.tma_epi else 0
+            ring = g.num_stages * (c.tile_m + c.tile_n) * r8.BLOCK_K * 2
+            assert g.num_stages >= 4 and ring + epi + r8.BARRIER_BYTES <= r8.SMEM_BYTES, c.name
+            assert (c.tile_n // r8.EPI_N) % g.epi_stages == 0, c.name  # whole buffer rounds
+    g = r8.Gemm(HOPPER.num_sms, True, r8.R8Config(128, 192, 2))
+    assert (g.epi_stages, g.num_stages) == (6, 4)
+    assert len(r8.MENU) <= 100, "a curated menu, not a cartesian product"

@@ -3,11 +3,13 @@
 Changes from rung 7: the configuration is chosen per problem. Rung 7's one 256x256 cluster tile
 makes 16 cluster tiles (32 CTAs) at M = 1, N = 4096 and 16 at 1024^2, far below the 132 SMs.
 Rung 8 keeps the kernel (persistent, warp-specialized, TMA ring, wgmma consumers, B multicast in
-a cluster) and makes its shape a config (``R8Config``):
+a cluster) and makes its shape a config (``R8Config``: ``harness.tile_cost.GemmConfig``, the
+knobs every DSL's rung 8 shares, plus ``persistent`` and ``epilogue``):
 
 * ``tile_m`` x ``tile_n``: the CTA tile on the wgmma M x N sides. ``tile_m`` is 64 (one consumer
   warpgroup) or 128 (two, as rung 7); ``tile_n`` 16 to 256 (the wgmma N; 16 and 32 only swapped;
-  160 for N = 10240, which 128-wide tiles quantize badly).
+  160 for N = 10240, which 128-wide tiles quantize badly; 192, a step between 128 and 256 for
+  tile counts that fill the last wave better).
 * ``cluster``: 1, or 2 CTAs along M sharing the B tile by TMA multicast (rung 7).
 * ``swap_ab``: compute D^T[N, M] = B A^T. Small M then sits on the wgmma N side (n16 / n32 /
   n64, the narrowest that covers M) and N fills the M side (64 or 128 rows a CTA); A and B
@@ -20,24 +22,29 @@ a cluster) and makes its shape a config (``R8Config``):
   every element of every slice is written exactly once, so nothing is zeroed. A second small
   CuTeDSL kernel (``reduce``) then sums the slices in the order 0, 1, ... and writes D once:
   deterministic, no atomics.
+* ``stream_k``: whole waves of tiles as data-parallel work, and the last, part-empty wave's
+  k-iterations spread evenly over every program (``harness.tile_cost.StreamK``, below).
 * ``persistent``: 1 = grid min(tiles, SMs / cluster), CTAs loop over tiles (rung 7); below one
   wave that grid *is* the tile count. 0 = one CTA per work unit, the hardware handing out the
   waves (same device code: each CTA's scheduler loop runs once; only the host's grid differs).
 * ``raster`` / ``group``: the scheduler's L2 grouping (rung 7), for unswapped, unsplit configs
-  (the others run ungrouped: the grouping pads the tile count to a multiple of the group, and
-  a swapped problem has one tile along N); both loops step over the padded work units, which
-  the scheduler reports as valid. ``epilogue`` overlap / serial (rung 7; overlap needs the
-  TMA-store epilogue: N % 8 == 0, no swap, no split).
+  without stream-K (the others run ungrouped: the grouping pads the tile count to a multiple
+  of the group, and a swapped problem has one tile along N); both loops step over the padded
+  work units, which the scheduler reports as valid. ``epilogue`` overlap / serial (rung 7;
+  overlap needs the TMA-store epilogue: N % 8 == 0, no swap, no split, no stream-K).
 
 Stages are derived, not a knob: as many as fit next to the epilogue buffers, at most 8 (12 for
 the swapped tiles, which stream B from DRAM).
 
 Shared-memory arithmetic (fp16/bf16; BLOCK_K = 64; 227 KiB usable, 1 KiB kept for barriers;
-epilogue buffers tile_m x 32 x 2 B, min(4, tile_n / 32) of them (5 for 160 columns), only with
-the TMA-store epilogue; "direct" = swap, split or N % 8 != 0):
+epilogue buffers tile_m x 32 x 2 B, min(4, tile_n / 32) of them (5 for 160 columns, 6 for
+192: the sub-tiles of a tile must fill whole rounds of buffers), only with the TMA-store
+epilogue; "direct" = swap, split or N % 8 != 0; stream-K's partials leave from registers, so
+its configs take the TMA-store column):
 
     tile      one stage   epilogue   stages (TMA store)   stages (direct)
     128x256     48 KiB     32 KiB        4 (rung 7)             4
+    128x192     40 KiB     48 KiB        4                      5
     128x160     36 KiB     40 KiB        5                      6
     128x128     32 KiB     32 KiB        6                      7
     128x64      24 KiB     16 KiB        8                      8
@@ -57,21 +64,37 @@ Barriers (as rung 7; one pair per stage, counts are arrivals per phase):
                   of every CTA of the cluster                            CTA of the cluster
                   (cluster x consumers x 4)
 
-The split-K reduce runs after the GEMM kernel on the same stream: stream order is its only
+Stream-K (``harness.tile_cost.StreamK``, the schedule every DSL's rung 8 implements): the
+grid is always P = SMs / cluster programs (clusters). The output's ``tiles`` cluster tiles
+(tile_m x cluster rows, tile_n columns, numbered in the Gluon rung 8's order: ``group``-row
+bands swept column by column, ``grouped_tile``) take k_tiles = cdiv(K, 64) k-iterations each.
+Program p walks work units u = p, p + P, ...: the first dp_tiles = (tiles // P) x P units are
+whole tiles, stored to D by the serial TMA-store epilogue; the sk_tiles = tiles - dp_tiles
+tail tiles form one space of I = sk_tiles x k_tiles iterations, of which program p takes
+[p I // P, (p + 1) I // P) — less than a tile, so at most two segments (the rest of the tile
+it starts in, then the next), units dp_tiles + p and dp_tiles + P + p. A segment's fp32
+partial goes from registers straight into workspace slot u - dp_tiles (2 x P slots of one
+cluster tile, row-major: 2 x SMs x tile_m x tile_n x 4 B, 33 MiB for 128x256, allocated once
+per launcher). An empty segment is skipped by both roles (no load, no barrier, no store): the
+producer and the consumers walk the same units with the same arithmetic
+(``_stream_k_unit``), so they stay in step, and so do the two CTAs of a cluster (B
+multicast). The second kernel, ``streamk_reduce``, sums each tail tile's partials in program
+order (deterministic: no atomics, nothing zeroed) and writes D; it runs only when there is a
+tail.
+
+Both reduces run after the GEMM kernel on the same stream: stream order is their only
 synchronization.
 
-``_heuristic`` (the cost model both rung 8s share, ``harness.tile_cost``): among the menu
-entries it allows, the least estimated time, where the estimate is the largest of the MMA time
-(waves x k-tiles at the tile's efficiency), the cold stream (bytes an SM is the first to load:
-what bounds decode) and DRAM, plus a fifth of the other two (+ the reduce, with split-K). Swap
-A and B when M <= 64 < N, with tile_n the narrowest of 16/32/64 covering M (so M = 1..16 gets
-128 or 64 rows of N x 16 columns: a 16 / 8 KiB box of B per k-tile, as Gluon); the clusters
-``HEURISTIC_CLUSTERS`` allows per tile (2 only on 128x256 / 128x160 / 128x128, 160 columns only
-with 2); split-K only when the unsplit tiles fill at most half a wave,
-the splits fit one wave and keep >= 512 of K each; rung 7's overlapped epilogue wherever it
-applies. ``_ranked`` orders the menu the same way for ``bench --tune --tune-top N``, and a
-tuned table (``tuned/<gpu>.json``, every ``sweep`` shape with M <= 2048 on the H200)
-overrides the heuristic per shape.
+``_heuristic``: ``harness.tile_cost.cheapest``, the config of least estimated time under the
+cost model every rung 8 shares (the busiest program's k-steps at the tile's MMA rate, the cold
+operand stream, DRAM, per-unit overheads, the split-K / stream-K reduce), among the menu
+entries that are not variants (``_variant``: raster m, group 8, persistent, rung 7's
+overlapped epilogue wherever D allows it; stream-K's serial one), that
+``harness.tile_cost.heuristic_allows`` (swap A and B exactly when M <= 64 < N, with tile_n the
+narrowest of 16/32/64 covering M; narrow tiles only as that cover; splits keeping >= 512 of
+K), on a cluster ``HEURISTIC_CLUSTERS`` allows. ``_ranked`` orders the whole menu by the same
+model for ``bench --tune --tune-top N``; a tuned table (``tuned/<gpu>.json``) overrides the
+heuristic for the exact shapes it holds.
 
 TMA loads pass an explicit L2 cache policy (``TMA_CACHE_HINT``, CUTLASS C++'s EVICT_NORMAL):
 CuTeDSL 4.8.1 otherwise emits ``.L2::cache_hint`` with a policy of 0 (SASS ``desc[URZ]``),
@@ -81,7 +104,6 @@ which neither CUTLASS C++ (0x1000000000000000) nor Triton (no hint) issues.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import cuda.bindings.driver as cuda
 import cutlass
@@ -94,7 +116,7 @@ from cutlass.memory import SmemAllocator
 from cutlass.tensor_utils import LayoutEnum
 
 from backends.cutedsl import spec
-from backends.cutedsl._host import CuteDslKernel, tma_store_variant
+from backends.cutedsl._host import DEFAULT_NUM_SMS, CuteDslKernel, tma_store_variant
 from backends.cutedsl._operands import operand_tensors
 from backends.cutedsl._workarounds import padded_unit
 from backends.cutedsl.sm90._epilogue import (
@@ -104,8 +126,8 @@ from backends.cutedsl.sm90._epilogue import (
     tma_store_atom,
 )
 from backends.cutedsl.sm90.r7_multi_consumer import mma_k_tile
-from harness.protocol import ConfigSpace, KernelConfig, Problem, cdiv
-from harness.tile_cost import HOPPER
+from harness.protocol import ConfigSpace, Problem, cdiv
+from harness.tile_cost import GemmConfig, StreamK, cheapest, heuristic_allows, ranked
 
 # -- constants -------------------------------------------------------------------------------
 BLOCK_K = 64  # k-tile: one 128-byte swizzle row of fp16/bf16
@@ -124,27 +146,38 @@ THREADS_PER_WG = 128
 EPI_STORE_WARP = THREADS_PER_WG // 32  # first warp of the first consumer issues TMA stores
 MAX_GRID_Z = 65535  # a non-persistent grid puts its clusters on grid.z
 REDUCE_THREADS, REDUCE_VEC = 256, 4  # split-K reduce: threads a block, elements a thread
+# Stream-K reduce: threads a block, consecutive fp32 a thread (one 16-byte load per partial).
+SK_REDUCE_THREADS, SK_REDUCE_VEC = 256, 4
 
 
 @dataclass(frozen=True)
-class R8Config(KernelConfig):
-    """Rung 8's knobs (module docstring)."""
+class R8Config(GemmConfig):
+    """Rung 8's knobs: ``harness.tile_cost.GemmConfig``, the vocabulary every rung 8 shares
+    (tile_m, tile_n, cluster, swap_ab, split_k, stream_k, raster, group), plus two of this
+    kernel's own (module docstring)."""
 
-    tile_m: int = 128  # wgmma M side of the CTA tile: 64 (one consumer warpgroup) or 128 (two)
-    tile_n: int = 256  # wgmma N side: 16, 32, 64, 128, 160 or 256
-    cluster: int = 2  # CTAs along M sharing (multicasting) the B tile
-    swap_ab: bool = False  # compute D^T = B A^T (small M on the wgmma N side)
-    split_k: int = 1  # work units per output tile along K (fp32 workspace + reduce kernel)
     persistent: bool = True  # grid min(tiles, SMs) looping over tiles; else one CTA per tile
-    raster: str = "m"  # walk tiles along M ("m") or N ("n") within a group
-    group: int = 8  # scheduler swizzle: clusters per L2 group
     epilogue: str = "overlap"  # "overlap": store tile i under tile i + 1's first MMAs; "serial"
+
+
+#: (tile_m, tile_n, cluster) of the stream-K configs: the unswapped tiles a tail wave is made
+#: of (the Gluon rung 8's six, plus the 192-wide tile's two).
+STREAM_K_TILES = (
+    (128, 256, 2),
+    (128, 256, 1),
+    (128, 192, 2),
+    (128, 192, 1),
+    (128, 128, 2),
+    (128, 128, 1),
+    (64, 256, 1),
+    (64, 128, 1),
+)
 
 
 def _menu() -> tuple[R8Config, ...]:
     """The curated menu: rung 7's family, then smaller tiles (cluster, grid and split
-    variants), then the swap-AB family for small M (16, 32 or 64 columns: the narrowest that
-    covers M). Every heuristic choice is on it."""
+    variants), the 160- and 192-wide tiles, the swap-AB family for small M (16, 32 or 64
+    columns: the narrowest that covers M), then stream-K. Every heuristic choice is on it."""
     menu = [
         R8Config(128, 256, 2, raster=raster, group=group, epilogue=epilogue)
         for group in (4, 8, 16)
@@ -161,26 +194,24 @@ def _menu() -> tuple[R8Config, ...]:
     menu += [R8Config(128, 160, cluster, epilogue="overlap") for cluster in (1, 2)]
     menu += [R8Config(64, 160, 1, epilogue="overlap")]
     menu += [R8Config(tm, 160, 1, split_k=2, epilogue="serial") for tm in (128, 64)]
+    # 192 columns: a third step between 128 and 256, so that a problem whose 256-wide tiles
+    # leave the last wave part-empty has one more tile count to fill it with.
+    menu += [R8Config(128, 192, cluster, epilogue="overlap") for cluster in (1, 2)]
     for tm in (128, 64):
         for tn in (16, 32, 64):
             menu += [
                 R8Config(tm, tn, 1, swap_ab=True, split_k=s, epilogue="serial")
                 for s in (1, 2, 4, 8)
             ]
+    # Stream-K's D epilogue is the serial one: its tail partials leave from registers.
+    menu += [
+        R8Config(tm, tn, cluster, stream_k=True, epilogue="serial")
+        for tm, tn, cluster in STREAM_K_TILES
+    ]
     return tuple(dict.fromkeys(menu))  # rung 7's default appears twice
 
 
 MENU = _menu()
-
-
-def _oriented(problem: Problem, config: R8Config) -> tuple[int, int]:
-    """(rows, cols) of the output the kernel computes: (M, N), or (N, M) when swapped."""
-    return (problem.n, problem.m) if config.swap_ab else (problem.m, problem.n)
-
-
-def _tiles(problem: Problem, config: R8Config) -> tuple[int, int]:
-    rows, cols = _oriented(problem, config)
-    return cdiv(rows, config.tile_m), cdiv(cols, config.tile_n)
 
 
 def _tma_epilogue(tma_store: bool, config: R8Config) -> bool:
@@ -188,112 +219,120 @@ def _tma_epilogue(tma_store: bool, config: R8Config) -> bool:
     return tma_store and not config.swap_ab and config.split_k == 1
 
 
-def workspace_elems(problem: Problem, config: R8Config | None) -> int:
-    """fp32 elements of the split-K workspace (0 without split)."""
-    if config is None or config.split_k == 1:
+def stream_k(problem: Problem, num_sms: int, config: R8Config) -> StreamK:
+    """The stream-K schedule the GEMM kernel walks and its reduce sums
+    (``harness.tile_cost.StreamK``: one program per cluster of the persistent grid)."""
+    return StreamK(config.tiles(problem), cdiv(problem.k, BLOCK_K), num_sms // config.cluster)
+
+
+def workspace_elems(
+    problem: Problem, config: R8Config | None, num_sms: int = DEFAULT_NUM_SMS
+) -> int:
+    """fp32 elements of the workspace: split-K's ``split_k`` x M x N slices, stream-K's two
+    partial cluster tiles per program (none without a tail), else 0."""
+    if config is None:
+        return 0
+    if config.stream_k:
+        if not stream_k(problem, num_sms, config).sk_tiles:
+            return 0
+        return 2 * (num_sms // config.cluster) * config.tile_rows * config.tile_n
+    if config.split_k == 1:
         return 0
     return config.split_k * problem.m * problem.n
 
 
 def _valid(problem: Problem, config: R8Config) -> str | None:
+    if config.stream_k and (
+        config.swap_ab
+        or config.split_k > 1
+        or not config.persistent
+        or config.epilogue == "overlap"
+        or problem.n % 8
+    ):
+        return "stream-K: unswapped, unsplit, persistent, serial epilogue and N % 8 == 0"
     if config.epilogue == "overlap" and not _tma_epilogue(tma_store_variant(problem), config):
         return "overlap needs the TMA-store epilogue (N % 8 == 0, no swap_ab, no split_k)"
     if config.split_k > cdiv(problem.k, BLOCK_K):
         return f"split_k={config.split_k} leaves a split without a k-tile (K={problem.k})"
     if workspace_elems(problem, config) >= 2**31:
         return "split-K workspace exceeds 2^31 elements (32-bit indexing)"
-    tm, tn = _tiles(problem, config)
-    clusters = cdiv(tm, config.cluster) * tn * config.split_k
+    rows, cols = config.oriented(problem)
+    clusters = cdiv(rows, config.tile_rows) * cdiv(cols, config.tile_n) * config.split_k
     if not config.persistent and clusters > MAX_GRID_Z:
         return f"non-persistent grid of {clusters} clusters exceeds grid.z {MAX_GRID_Z}"
     return None
 
 
-#: The clusters the heuristic may pick per tile (any other tile: cluster 1). Cluster 2 where its
-#: halved B traffic matters (the Gluon rung 8's menu rule; 128x160 is CuTeDSL's); 160 columns
-#: only with cluster 2: one CTA, they lost where the cost model preferred them (H200,
-#: 128x10240x8192: 64x160 84.5 %, 128x160 76.4 % of cuBLAS, 128x128 91.4 %). Every menu entry
-#: stays available to ``bench --tune``.
+#: The clusters the heuristic may pick per tile (any other tile: cluster 1), stream-K or not.
+#: Cluster 2 where its halved B traffic matters (the Gluon rung 8's menu rule; 128x160 and
+#: 128x192 are CuTeDSL's); 160 columns only with cluster 2, as one CTA they measured slower
+#: than the model predicts (backend README). Every menu entry stays available to ``bench
+#: --tune``.
 HEURISTIC_CLUSTERS: dict[tuple[int, int], tuple[int, ...]] = {
     (128, 256): (1, 2),
+    (128, 192): (1, 2),
     (128, 160): (2,),
     (128, 128): (1, 2),
     (64, 160): (),
 }
 
 
-def _shape(config: R8Config) -> dict[str, Any]:
-    """``config`` as the cost model sees it."""
-    tile = (config.tile_m, config.tile_n)
-    return dict(swap_ab=config.swap_ab, tile=tile, cluster=config.cluster, split_k=config.split_k)
-
-
-def _ctas(problem: Problem, config: R8Config) -> int:
-    """CTAs of ``config`` on ``problem``: tiles (rows padded to whole clusters) x splits."""
-    return HOPPER.ctas(problem, **_shape(config))
-
-
-def _cost(problem: Problem, config: R8Config) -> float:
-    """Estimated seconds (``harness.tile_cost``: the slowest of MMA, cold weight stream and
-    DRAM, plus the reduce and the fp32 workspace round trip with split-K)."""
-    return HOPPER.seconds(problem, block_k=BLOCK_K, **_shape(config))
-
-
 def _variant(problem: Problem, c: R8Config) -> bool:
     """``c`` changes what the cost model cannot see: raster, group, a non-persistent grid or
-    the other epilogue than the one the problem's D allows to overlap."""
-    want = "overlap" if _tma_epilogue(tma_store_variant(problem), c) else "serial"
+    another epilogue than the kernel's default for the problem (overlap wherever D allows the
+    TMA-store epilogue; serial for stream-K, whose only epilogue it is)."""
+    overlap = _tma_epilogue(tma_store_variant(problem), c) and not c.stream_k
+    want = "overlap" if overlap else "serial"
     return c.raster != "m" or c.group != 8 or not c.persistent or c.epilogue != want
 
 
 def _ranked(problem: Problem) -> list[R8Config]:
-    """Every valid menu config, cheapest first by ``_cost`` (what ``bench --tune --tune-top``
-    times first), the variants the model cannot tell apart after all the others; ties go to
-    the larger tile, then cluster 2, then fewer splits."""
-    valid = [c for c in MENU if _valid(problem, c) is None]
-    key = {
-        c: (_variant(problem, c), _cost(problem, c), -c.tile_m * c.tile_n, -c.cluster, c.split_k)
-        for c in valid
-    }
-    return sorted(valid, key=key.__getitem__)
+    """Every valid menu config, cheapest first by the shared cost model (what ``bench --tune
+    --tune-top`` times first), the variants it cannot tell apart after all the others."""
+    return ranked(problem, MENU, _valid, variant=_variant, block_k=BLOCK_K)
 
 
 def _heuristic(problem: Problem) -> R8Config:
-    """The menu config of least ``_cost`` (ties: larger tile, then cluster 2, then fewer splits),
-    among:
-
-    * swap-AB when M <= 64 < N, with the narrowest tile_n of 16/32/64 that covers M: N then
-      fills 128 (or 64) wgmma rows per CTA and every k-tile streams a 16 (8) KiB box of B;
-    * the clusters ``HEURISTIC_CLUSTERS`` allows per tile (2 only for 128x256, 128x160 and
-      128x128; 160 columns only with 2); split-K only where the unsplit tiles
-      fill at most half a wave, the splits still fit one wave and each keeps >= 512 of K;
-    * persistent, raster m, group 8, and rung 7's overlapped epilogue wherever it applies.
-
-    At large M x N this is rung 7's configuration (128x256, cluster 2). ``bench --tune`` times
-    the whole menu, and a tuned table (``tuned/<gpu>.json``) overrides this per shape.
-    """
-    swap = problem.m <= 64 < problem.n
-    cover = next(tn for tn in (16, 32, 64) if tn >= problem.m) if swap else None
+    """The cheapest config (``harness.tile_cost``) among the non-variants that
+    ``heuristic_allows`` (swap-AB exactly when M <= 64 < N with the narrowest cover, narrow
+    tiles only as the cover of the short side, splits keeping >= 512 of K, raster m) on a
+    cluster ``HEURISTIC_CLUSTERS`` allows. Ties go to the larger tile, then cluster 2, then
+    no split and no stream-K."""
 
     def allowed(c: R8Config) -> bool:
-        if c.swap_ab != swap or _variant(problem, c):
-            return False
-        if swap and c.tile_n != cover:
-            return False
-        if c.cluster not in HEURISTIC_CLUSTERS.get((c.tile_m, c.tile_n), (1,)):
-            return False
-        if c.split_k == 1:
-            return True
-        unsplit = _ctas(problem, c) // c.split_k
-        return HOPPER.split_pays(unsplit, c.split_k, problem.k // c.split_k)
+        return (
+            not _variant(problem, c)
+            and heuristic_allows(problem, c, BLOCK_K)
+            and c.cluster in HEURISTIC_CLUSTERS.get((c.tile_m, c.tile_n), (1,))
+        )
 
-    return next(c for c in _ranked(problem) if allowed(c))
+    return cheapest(problem, MENU, _valid, allowed, block_k=BLOCK_K)
+
+
+# -- stream-K device helpers ---------------------------------------------------------------
+def grouped_tile(t, tiles_m, tiles_n, group: int):
+    """(row, column) of cluster tile ``t`` in the stream-K order, the Gluon rung 8's:
+    ``group``-row bands swept column by column, M fastest in a band, so a wave's A rows and
+    B columns stay few (L2) while every program works on its own tile."""
+    per_group = group * tiles_n
+    first = t // per_group * group
+    rows = cutlass.min(tiles_m - first, group)
+    in_group = t % per_group
+    return first + in_group % rows, in_group // rows
+
+
+@cute.jit
+def store_partial(thr_mma, acc: cute.Tensor, mW: cute.Tensor, tile_mn, row_tile: cutlass.Int32):
+    """A stream-K segment's fp32 accumulators, as they are, into row tile ``row_tile`` of the
+    workspace: no edge predicates, a slot being a whole tile."""
+    tCgW = thr_mma.partition_C(cute.local_tile(mW, tile_mn, (row_tile, 0)))
+    cute.autovec_copy(acc, tCgW)
 
 
 # -- the kernel ------------------------------------------------------------------------------
 class Gemm:
     """D[M, N] = A[M, K] @ B[N, K].T for one ``R8Config``: persistent (or not) warp-specialized
-    wgmma, optional B multicast, swap-AB and split-K (+ reduce kernel)."""
+    wgmma, optional B multicast, swap-AB, split-K or stream-K (+ its reduce kernel)."""
 
     def __init__(self, num_sms: int, tma_store: bool, config: R8Config):
         self.config = config
@@ -302,7 +341,7 @@ class Gemm:
         self.num_threads = (1 + self.num_consumers) * THREADS_PER_WG
         self.cluster_m = config.cluster
         self.cluster_mn = (config.cluster, 1)
-        self.swap, self.split_k = config.swap_ab, config.split_k
+        self.swap, self.split_k, self.stream_k = config.swap_ab, config.split_k, config.stream_k
         self.tma_store = tma_store  # D's rows are 16-byte aligned (N % 8 == 0)
         self.tma_epi = _tma_epilogue(tma_store, config)
         self.overlap = self.tma_epi and config.epilogue == "overlap"
@@ -310,19 +349,28 @@ class Gemm:
         # up to a multiple of the group, and the padded work units are *valid* tiles to it:
         # unguarded, each runs the whole K loop (TMA of the real rows of the other operand, MMA
         # on zeros) and stores nothing. Swapped, the N side is cdiv(M, tile_n) = 1 tile: 8 units
-        # of work for each real one (the first H200 run: 13-23 % of cuBLAS at M = 1, 16).
+        # of work for each real one (``_workarounds.py``, defect 1).
         # Grouping only pays for large M x N, so swap and split-K configs run ungrouped (no
         # padding, tiles dealt round-robin); the grouped ones step over padded units
-        # (``_workarounds.padded_unit``).
-        self.l2_group = 1 if config.swap_ab or config.split_k > 1 else config.group
+        # (``_workarounds.padded_unit``). Stream-K walks its own units, M fastest (no group).
+        ungrouped = config.swap_ab or config.split_k > 1 or config.stream_k
+        self.l2_group = 1 if ungrouped else config.group
         self.raster_m = config.raster == "m"
         # Non-persistent: as many clusters as there are work units (grid.z bound in _valid).
         self.max_active_clusters = num_sms // config.cluster if config.persistent else MAX_GRID_Z
+        # Stream-K spreads its tail over every program, so its grid is always the full
+        # persistent grid; the schedule, both kernels and the workspace size use this count.
+        self.programs = num_sms // config.cluster
+        self.tile_rows = config.tile_rows
+        self.sk_chunk = SK_REDUCE_THREADS * SK_REDUCE_VEC  # reduce: elements of a tile a block
+        if self.stream_k:  # what _valid keeps: whole tiles leave by the serial TMA store
+            assert self.tma_epi and not self.overlap and config.persistent, config.name
+            assert self.tile_rows * self.tile_n % self.sk_chunk == 0, config.name
         self.tile_mnk = (self.tile_m, self.tile_n, BLOCK_K)
         self.epi_tile = (self.tile_m, EPI_N)
         # (>= 1: a swap tile of 16 columns has no TMA-store epilogue but still names a plan).
         # Every tile starts at buffer 0, so the sub-tiles must fill whole buffer rounds: the
-        # 160-wide tile's five sub-tiles take five buffers.
+        # 160-wide tile's five sub-tiles take five buffers, the 192-wide tile's six six.
         subtiles = max(1, self.tile_n // EPI_N)
         self.epi_stages = subtiles if subtiles % MAX_EPI_STAGES else MAX_EPI_STAGES
         epi_bytes = self.tile_m * EPI_N * 2 * self.epi_stages if self.tma_epi else 0
@@ -358,14 +406,22 @@ class Gemm:
             mA, mB = mB, mA
             mD = cute.make_tensor(mD.iterator, cute.select(mD.layout, mode=[1, 0]))
             rows, cols = n, m
-        # Split-K workspace: slice s holds the fp32 partial of the s-th K range, in the same
-        # orientation as mD (so the reduce reads every slice as plain M x N row-major).
-        mn = m * n
-        if cutlass.const_expr(self.swap):
-            w_layout = cute.make_layout((rows, cols, self.split_k), stride=(1, n, mn))
+        if cutlass.const_expr(self.stream_k):
+            # Stream-K workspace: 2 x programs slots of one fp32 cluster tile, row-major; slot
+            # s is rows [s * tile_rows, (s + 1) * tile_rows).
+            slot_rows = 2 * self.programs * self.tile_rows
+            mW = cute.make_tensor(
+                w_ptr, cute.make_layout((slot_rows, self.tile_n), stride=(self.tile_n, 1))
+            )
         else:
-            w_layout = cute.make_layout((rows, cols, self.split_k), stride=(n, 1, mn))
-        mW = cute.make_tensor(w_ptr, w_layout)
+            # Split-K workspace: slice s holds the fp32 partial of the s-th K range, in the
+            # same orientation as mD (so the reduce reads every slice as plain M x N row-major).
+            mn = m * n
+            if cutlass.const_expr(self.swap):
+                w_layout = cute.make_layout((rows, cols, self.split_k), stride=(1, n, mn))
+            else:
+                w_layout = cute.make_layout((rows, cols, self.split_k), stride=(n, 1, mn))
+            mW = cute.make_tensor(w_ptr, w_layout)
 
         # MMA: num_consumers warpgroups stacked along M, each m64 x tile_n over its 64 rows.
         tiled_mma = sm90_utils.make_trivial_tiled_mma(
@@ -436,6 +492,7 @@ class Gemm:
         tma_d, gD_out = tma_store_atom(mD, sD_layout, self.epi_tile, self.tma_epi)
 
         # Work units: output tiles x K splits (the scheduler's L mode carries the split).
+        # Stream-K walks its own units (``_stream_k_unit``) and leaves the scheduler unused.
         tiles_mnl = (
             cute.ceil_div(rows, self.tile_m),
             cute.ceil_div(cols, self.tile_n),
@@ -444,9 +501,12 @@ class Gemm:
         sched_params = utils.PersistentTileSchedulerParams(
             tiles_mnl, (*self.cluster_mn, 1), self.l2_group, self.raster_m
         )
-        grid = utils.StaticPersistentTileScheduler.get_grid_shape(
-            sched_params, self.max_active_clusters
-        )
+        if cutlass.const_expr(self.stream_k):
+            grid = (*self.cluster_mn, self.programs)  # every program shares the tail
+        else:
+            grid = utils.StaticPersistentTileScheduler.get_grid_shape(
+                sched_params, self.max_active_clusters
+            )
 
         self.kernel(
             tma_a,
@@ -480,7 +540,92 @@ class Gemm:
                 stream=stream,
             )
 
+        if cutlass.const_expr(self.stream_k):
+            # One block per tail tile and chunk of it; a problem of whole waves has no tail.
+            tiles = cute.ceil_div(m, self.tile_rows) * cute.ceil_div(n, self.tile_n)
+            sk_tiles = tiles - tiles // self.programs * self.programs
+            if sk_tiles > 0:
+                self.streamk_reduce(mW, mD, k).launch(
+                    grid=[sk_tiles, self.tile_rows * self.tile_n // self.sk_chunk, 1],
+                    block=[SK_REDUCE_THREADS, 1, 1],
+                    stream=stream,
+                )
+
     # -- device: the GEMM --------------------------------------------------------------------
+    def _load_k_tile(self, ab_pipe, prod, tma_ops, tile_m, tile_n, kt):
+        """Producer step: k-tile ``kt`` of the A rows of tile_m and the B rows of tile_n into
+        the stage ``prod`` names, once it is free in every CTA of the cluster (B multicast:
+        each CTA issues its slice of the B tile to all of them)."""
+        tma_a, tAgA, tAsA, tma_b, tBgB, tBsB, b_mcast_mask = tma_ops
+        ab_pipe.producer_acquire(prod)
+        bar = ab_pipe.producer_get_barrier(prod)
+        cute.copy(
+            tma_a,
+            tAgA[(None, tile_m, kt)],
+            tAsA[(None, prod.index)],
+            tma_bar_ptr=bar,
+            cache_policy=cutlass.Int64(TMA_CACHE_HINT),
+        )
+        if cutlass.const_expr(self.cluster_m > 1):
+            cute.copy(
+                tma_b,
+                tBgB[(None, tile_n, kt)],
+                tBsB[(None, prod.index)],
+                tma_bar_ptr=bar,
+                cache_policy=cutlass.Int64(TMA_CACHE_HINT),
+                mcast_mask=b_mcast_mask,
+            )
+        else:
+            cute.copy(
+                tma_b,
+                tBgB[(None, tile_n, kt)],
+                tBsB[(None, prod.index)],
+                tma_bar_ptr=bar,
+                cache_policy=cutlass.Int64(TMA_CACHE_HINT),
+            )
+
+    @cute.jit
+    def _stream_k_unit(
+        self,
+        unit: cutlass.Int32,
+        cl_tiles_m: cutlass.Int32,
+        tiles_n: cutlass.Int32,
+        tiles: cutlass.Int32,
+        dp_tiles: cutlass.Int32,
+        k_tiles: cutlass.Int32,
+        rank_m: cutlass.Int32,
+    ):
+        """(tile_m, tile_n, first k-tile, end k-tile, workspace slot) of stream-K work unit
+        ``unit``, as ``harness.tile_cost.StreamK.unit``: a whole tile (slot -1) or segment 0 /
+        1 of program p's share of the tail (slot = unit - dp_tiles; empty when first == end).
+        tile_m is this CTA's row tile in the cluster tile (``grouped_tile``)."""
+        tile = unit
+        k_lo = cutlass.Int32(0)
+        k_hi = k_tiles
+        slot = cutlass.Int32(-1)
+        if unit >= dp_tiles:
+            # Program p covers tail iterations [p*I//P, (p+1)*I//P), less than one tile, so
+            # at most two segments: the rest of the tile it starts in, then the next one.
+            v = unit - dp_tiles
+            segment = v // self.programs
+            p = v - segment * self.programs
+            sk_iters = (tiles - dp_tiles) * k_tiles
+            lo = p * sk_iters // self.programs
+            hi = (p + 1) * sk_iters // self.programs
+            boundary = (lo // k_tiles + 1) * k_tiles
+            start = lo
+            end = cutlass.min(hi, boundary)
+            if segment > 0:
+                start = boundary
+                end = cutlass.max(hi, boundary)
+            t = cutlass.min(start // k_tiles, tiles - dp_tiles - 1)
+            tile = dp_tiles + t
+            k_lo = start - t * k_tiles
+            k_hi = k_lo + (end - start)
+            slot = v
+        row, col = grouped_tile(tile, cl_tiles_m, tiles_n, self.config.group)
+        return row * self.cluster_m + rank_m, col, k_lo, k_hi, slot
+
     @cute.kernel
     def kernel(
         self,
@@ -559,6 +704,18 @@ class Gemm:
         # (raster n) up to the group; both loops step over those padded units (``padded_unit``).
         tiles_m, tiles_n = cute.size(gA, mode=[2]), cute.size(gB, mode=[2])
         rank_m = cluster_coord[0]
+        if cutlass.const_expr(self.stream_k):
+            # Stream-K's work units (``harness.tile_cost.StreamK``) over cluster tiles: the
+            # program is the cluster's index in the grid, so both CTAs of a cluster (and every
+            # role in each) walk the same units.
+            cl_tiles_m = (tiles_m + self.cluster_m - 1) // self.cluster_m
+            tiles = cl_tiles_m * tiles_n
+            dp_tiles = tiles // self.programs * self.programs
+            units = dp_tiles
+            if tiles > dp_tiles:
+                units = dp_tiles + 2 * self.programs
+            program = cute.arch.block_idx()[2]
+            sk_shape = (cl_tiles_m, tiles_n, tiles, dp_tiles, k_tiles, rank_m)
 
         pipeline.pipeline_init_wait(cluster_shape_mn=self.cluster_mn)
 
@@ -566,55 +723,41 @@ class Gemm:
         if wg_idx == 0:
             cute.arch.setmaxregister_decrease(PRODUCER_REGS)
             if warp_idx == 0:
-                sched = utils.StaticPersistentTileScheduler.create(
-                    sched_params, cute.arch.block_idx(), cute.arch.grid_dim()
-                )
-                work = sched.initial_work_tile_info()
-                prod = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, stages)
-                if cutlass.const_expr(self.l2_group > 1):
-                    while work.is_valid_tile & padded_unit(work, tiles_m, tiles_n, rank_m):
-                        sched.advance_to_next_work()
-                        work = sched.get_current_work()
-                while work.is_valid_tile:
-                    tile_m, tile_n, split = work.tile_idx
-                    # Split s owns k-tiles [k_tiles*s/S, k_tiles*(s+1)/S): never empty, as
-                    # _valid keeps split_k <= k_tiles.
-                    k_begin = k_tiles * split // self.split_k
-                    k_end = k_tiles * (split + 1) // self.split_k
-                    for kt in range(k_begin, k_end):
-                        ab_pipe.producer_acquire(prod)
-                        bar = ab_pipe.producer_get_barrier(prod)
-                        cute.copy(
-                            tma_a,
-                            tAgA[(None, tile_m, kt)],
-                            tAsA[(None, prod.index)],
-                            tma_bar_ptr=bar,
-                            cache_policy=cutlass.Int64(TMA_CACHE_HINT),
-                        )
-                        if cutlass.const_expr(self.cluster_m > 1):
-                            cute.copy(
-                                tma_b,
-                                tBgB[(None, tile_n, kt)],
-                                tBsB[(None, prod.index)],
-                                tma_bar_ptr=bar,
-                                cache_policy=cutlass.Int64(TMA_CACHE_HINT),
-                                mcast_mask=b_mcast_mask,
-                            )
-                        else:
-                            cute.copy(
-                                tma_b,
-                                tBgB[(None, tile_n, kt)],
-                                tBsB[(None, prod.index)],
-                                tma_bar_ptr=bar,
-                                cache_policy=cutlass.Int64(TMA_CACHE_HINT),
-                            )
-                        prod.advance()
-                    sched.advance_to_next_work()
-                    work = sched.get_current_work()
+                tma_ops = (tma_a, tAgA, tAsA, tma_b, tBgB, tBsB, b_mcast_mask)
+                if cutlass.const_expr(self.stream_k):
+                    prod = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, stages)
+                    unit = program
+                    while unit < units:
+                        tile_m, tile_n, k_lo, k_hi, _slot = self._stream_k_unit(unit, *sk_shape)
+                        for kt in range(k_lo, k_hi):  # an empty segment loads nothing
+                            self._load_k_tile(ab_pipe, prod, tma_ops, tile_m, tile_n, kt)
+                            prod.advance()
+                        unit += self.programs
+                else:
+                    sched = utils.StaticPersistentTileScheduler.create(
+                        sched_params, cute.arch.block_idx(), cute.arch.grid_dim()
+                    )
+                    work = sched.initial_work_tile_info()
+                    prod = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, stages)
                     if cutlass.const_expr(self.l2_group > 1):
                         while work.is_valid_tile & padded_unit(work, tiles_m, tiles_n, rank_m):
                             sched.advance_to_next_work()
                             work = sched.get_current_work()
+                    while work.is_valid_tile:
+                        tile_m, tile_n, split = work.tile_idx
+                        # Split s owns k-tiles [k_tiles*s/S, k_tiles*(s+1)/S): never empty, as
+                        # _valid keeps split_k <= k_tiles.
+                        k_begin = k_tiles * split // self.split_k
+                        k_end = k_tiles * (split + 1) // self.split_k
+                        for kt in range(k_begin, k_end):
+                            self._load_k_tile(ab_pipe, prod, tma_ops, tile_m, tile_n, kt)
+                            prod.advance()
+                        sched.advance_to_next_work()
+                        work = sched.get_current_work()
+                        if cutlass.const_expr(self.l2_group > 1):
+                            while work.is_valid_tile & padded_unit(work, tiles_m, tiles_n, rank_m):
+                                sched.advance_to_next_work()
+                                work = sched.get_current_work()
                 # No remote arrive may target this CTA's barriers after it exits.
                 ab_pipe.producer_tail(prod)
 
@@ -635,10 +778,11 @@ class Gemm:
                 )
                 tRS_acc = epi.retile(acc)
 
-            sched = utils.StaticPersistentTileScheduler.create(
-                sched_params, cute.arch.block_idx(), cute.arch.grid_dim()
-            )
-            work = sched.initial_work_tile_info()
+            if cutlass.const_expr(not self.stream_k):
+                sched = utils.StaticPersistentTileScheduler.create(
+                    sched_params, cute.arch.block_idx(), cute.arch.grid_dim()
+                )
+                work = sched.initial_work_tile_info()
             read = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, stages)
             release = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, stages)
             if cutlass.const_expr(self.overlap):
@@ -648,51 +792,76 @@ class Gemm:
                 prev_m = cutlass.Int32(0)
                 prev_n = cutlass.Int32(0)
                 tiles_done = cutlass.Int32(0)
-            if cutlass.const_expr(self.l2_group > 1):
-                while work.is_valid_tile & padded_unit(work, tiles_m, tiles_n, rank_m):
-                    sched.advance_to_next_work()
-                    work = sched.get_current_work()
-            while work.is_valid_tile:
-                tile_m, tile_n, split = work.tile_idx
-                num_k = k_tiles * (split + 1) // self.split_k - k_tiles * split // self.split_k
-                # Mainloop as rung 7: one wgmma batch in flight, a stage released only after
-                # the batch that read it retired. Every work unit has >= 1 k-tile.
-                acc.fill(0.0)
-                tiled_mma.set(warpgroup.Field.ACCUMULATE, True)
-                warpgroup.fence()
-                read = mma_k_tile(ab_pipe, tiled_mma, acc, tCrA, tCrB, read)
-                if cutlass.const_expr(self.overlap):
-                    if tiles_done > 0:
-                        epi.store(tRS_rD_tile, prev_m, prev_n, warp_idx)
-                for _kt in range(1, num_k):
-                    read = mma_k_tile(ab_pipe, tiled_mma, acc, tCrA, tCrB, read)
-                    warpgroup.wait_group(1)
-                    ab_pipe.consumer_release(release)
-                    release.advance()
-                warpgroup.wait_group(0)
-                ab_pipe.consumer_release(release)
-                release.advance()
-
-                if cutlass.const_expr(self.split_k > 1):
-                    # fp32 partial into this split's workspace slice, predicated on the edge.
-                    mW_s = mW[(None, None, split)]
-                    store_direct(thr_mma, acc, mW_s, tile_mn, tile_m, tile_n, cutlass.Float32)
-                elif cutlass.const_expr(self.overlap):
-                    rD_tile.store(acc.load().to(self.dtype))
-                    prev_m, prev_n = tile_m, tile_n
-                    tiles_done += 1
-                elif cutlass.const_expr(self.tma_epi):
-                    epi.store(tRS_acc, tile_m, tile_n, warp_idx)
-                else:
-                    # Swapped (column-major view of D) or N % 8 != 0: direct predicated stores.
-                    store_direct(thr_mma, acc, mD, tile_mn, tile_m, tile_n, self.dtype)
-
-                sched.advance_to_next_work()
-                work = sched.get_current_work()
+            if cutlass.const_expr(self.stream_k):
+                unit = program
+                while unit < units:
+                    tile_m, tile_n, k_lo, k_hi, slot = self._stream_k_unit(unit, *sk_shape)
+                    # An empty segment: nothing was loaded, so nothing to wait for or release.
+                    if k_hi > k_lo:
+                        # Mainloop as below, over the unit's k-tiles [k_lo, k_hi).
+                        acc.fill(0.0)
+                        tiled_mma.set(warpgroup.Field.ACCUMULATE, True)
+                        warpgroup.fence()
+                        read = mma_k_tile(ab_pipe, tiled_mma, acc, tCrA, tCrB, read)
+                        for _kt in range(k_lo + 1, k_hi):
+                            read = mma_k_tile(ab_pipe, tiled_mma, acc, tCrA, tCrB, read)
+                            warpgroup.wait_group(1)
+                            ab_pipe.consumer_release(release)
+                            release.advance()
+                        warpgroup.wait_group(0)
+                        ab_pipe.consumer_release(release)
+                        release.advance()
+                        if slot < 0:  # a whole tile: nothing to add to it, D directly
+                            epi.store(tRS_acc, tile_m, tile_n, warp_idx)
+                        else:  # a tail segment: the reduce adds its fp32 partial to the others'
+                            store_partial(thr_mma, acc, mW, tile_mn, slot * self.cluster_m + rank_m)
+                    unit += self.programs
+            else:
                 if cutlass.const_expr(self.l2_group > 1):
                     while work.is_valid_tile & padded_unit(work, tiles_m, tiles_n, rank_m):
                         sched.advance_to_next_work()
                         work = sched.get_current_work()
+                while work.is_valid_tile:
+                    tile_m, tile_n, split = work.tile_idx
+                    num_k = k_tiles * (split + 1) // self.split_k - k_tiles * split // self.split_k
+                    # Mainloop as rung 7: one wgmma batch in flight, a stage released only after
+                    # the batch that read it retired. Every work unit has >= 1 k-tile.
+                    acc.fill(0.0)
+                    tiled_mma.set(warpgroup.Field.ACCUMULATE, True)
+                    warpgroup.fence()
+                    read = mma_k_tile(ab_pipe, tiled_mma, acc, tCrA, tCrB, read)
+                    if cutlass.const_expr(self.overlap):
+                        if tiles_done > 0:
+                            epi.store(tRS_rD_tile, prev_m, prev_n, warp_idx)
+                    for _kt in range(1, num_k):
+                        read = mma_k_tile(ab_pipe, tiled_mma, acc, tCrA, tCrB, read)
+                        warpgroup.wait_group(1)
+                        ab_pipe.consumer_release(release)
+                        release.advance()
+                    warpgroup.wait_group(0)
+                    ab_pipe.consumer_release(release)
+                    release.advance()
+
+                    if cutlass.const_expr(self.split_k > 1):
+                        # fp32 partial into this split's workspace slice, predicated on the edge.
+                        mW_s = mW[(None, None, split)]
+                        store_direct(thr_mma, acc, mW_s, tile_mn, tile_m, tile_n, cutlass.Float32)
+                    elif cutlass.const_expr(self.overlap):
+                        rD_tile.store(acc.load().to(self.dtype))
+                        prev_m, prev_n = tile_m, tile_n
+                        tiles_done += 1
+                    elif cutlass.const_expr(self.tma_epi):
+                        epi.store(tRS_acc, tile_m, tile_n, warp_idx)
+                    else:
+                        # Swapped (column-major view of D) or N % 8 != 0: direct predicated stores.
+                        store_direct(thr_mma, acc, mD, tile_mn, tile_m, tile_n, self.dtype)
+
+                    sched.advance_to_next_work()
+                    work = sched.get_current_work()
+                    if cutlass.const_expr(self.l2_group > 1):
+                        while work.is_valid_tile & padded_unit(work, tiles_m, tiles_n, rank_m):
+                            sched.advance_to_next_work()
+                            work = sched.get_current_work()
 
             if cutlass.const_expr(self.overlap):
                 if tiles_done > 0:
@@ -716,6 +885,49 @@ class Gemm:
                 for s in cutlass.range_constexpr(self.split_k):
                     total = total + mW[e, s]
                 mD[e] = total.to(self.dtype)
+
+    # -- device: the stream-K reduce -------------------------------------------------------
+    @cute.kernel
+    def streamk_reduce(self, mW: cute.Tensor, mD: cute.Tensor, k: cutlass.Int32):
+        """D of tail tile ``block_idx.x`` = the sum of its partials, added in program order
+        (bit-identical run to run): the programs ``harness.tile_cost.StreamK.contributors``
+        names, each partial in the slot of the segment it wrote. Block ``block_idx.y`` covers
+        ``sk_chunk`` consecutive elements of the tile (row-major), each thread SK_REDUCE_VEC
+        of them: one 16-byte load per partial, neighbouring threads on neighbouring bytes."""
+        tidx, _, _ = cute.arch.thread_idx()
+        r, chunk, _ = cute.arch.block_idx()
+        m, n = mD.shape
+        programs = self.programs
+        cl_tiles_m = (m + self.tile_rows - 1) // self.tile_rows
+        tiles_n = (n + self.tile_n - 1) // self.tile_n
+        tiles = cl_tiles_m * tiles_n
+        k_tiles = (k + BLOCK_K - 1) // BLOCK_K
+        dp_tiles = tiles // programs * programs
+        sk_iters = (tiles - dp_tiles) * k_tiles
+        first_it = r * k_tiles
+        # The program covering iteration x is the last p with p * I // P <= x.
+        p_first = ((first_it + 1) * programs - 1) // sk_iters
+        p_last = ((first_it + k_tiles) * programs - 1) // sk_iters
+        e = (chunk * SK_REDUCE_THREADS + tidx) * SK_REDUCE_VEC
+        row, col = e // self.tile_n, e % self.tile_n
+        vec = (1, SK_REDUCE_VEC)
+        acc = cute.make_rmem_tensor(vec, cutlass.Float32)
+        acc.fill(0.0)
+        for p in range(p_first, p_last + 1):
+            lo = p * sk_iters // programs
+            if (p + 1) * sk_iters // programs > lo:  # an empty program wrote no partial
+                slot = programs + p  # segment 1: program p started in the tile before
+                if lo >= first_it:
+                    slot = p
+                w = cute.local_tile(mW, vec, (slot * self.tile_rows + row, col // vec[1]))
+                acc.store(acc.load() + w.load())
+        tile_m, tile_n = grouped_tile(dp_tiles + r, cl_tiles_m, tiles_n, self.config.group)
+        d_row = tile_m * self.tile_rows + row
+        d_col = tile_n * self.tile_n + col
+        # N % 8 == 0 (a stream-K rule): a thread's columns are all inside D or all outside.
+        if (d_row < m) & (d_col < n):
+            d = cute.local_tile(mD, vec, (d_row, d_col // vec[1]))
+            d.store(acc.load().to(self.dtype))
 
 
 KERNEL = CuteDslKernel(
