@@ -98,3 +98,93 @@ def test_validation_rejects_misaligned_base() -> None:
     d = torch.zeros(8, 8, dtype=torch.float16)
     with pytest.raises(ValueError, match="16-byte aligned"):
         validate_operands(p, a, b, d, device="cpu")
+
+
+# -- what a launch may touch: D only ------------------------------------------------------------
+def _past_the_end(count: int):
+    def kernel(a, b, out):
+        _ok(a, b, out)
+        end = out.storage_offset() + out.numel()
+        torch.as_strided(out, (count,), (1,), end).zero_()
+
+    return kernel
+
+
+def test_guard_band_catches_a_write_past_the_end_of_d() -> None:
+    r = check_kernel(Problem(100, 72, 40), _past_the_end(3), device="cpu")
+    assert r.within_tolerance  # D itself is right
+    assert not r.passed
+    assert r.faults == ("wrote 3 elements past the end of D",)
+    assert r.failure() == "wrote 3 elements past the end of D"
+
+
+def test_guard_band_catches_a_write_before_the_start_of_d() -> None:
+    def before(a, b, out):
+        _ok(a, b, out)
+        torch.as_strided(out, (1,), (1,), out.storage_offset() - 1).fill_(1.0)
+
+    r = check_kernel(Problem(64, 64, 64), before, device="cpu")
+    assert not r.passed and r.faults == ("wrote 1 element before the start of D",)
+
+
+def test_guard_band_is_bitwise() -> None:
+    """A store of another NaN into the guard is a store too."""
+
+    def other_nan(a, b, out):
+        _ok(a, b, out)
+        end = out.storage_offset() + out.numel()
+        torch.as_strided(out.view(torch.int16), (1,), (1,), end).fill_(0x7FFF)
+
+    r = check_kernel(Problem(64, 64, 64), other_nan, device="cpu")
+    assert r.faults == ("wrote 1 element past the end of D",)
+
+
+@pytest.mark.parametrize("operand", ["A", "B"])
+def test_a_kernel_that_modifies_an_input_fails(operand: str) -> None:
+    def scratch(a, b, out):
+        _ok(a, b, out)
+        (a if operand == "A" else b)[0].zero_()  # an operand used as scratch after the MMA
+
+    r = check_kernel(Problem(64, 48, 32), scratch, device="cpu")
+    assert r.within_tolerance and not r.passed
+    assert r.faults == (
+        f"modified {operand} (32 of {(64 if operand == 'A' else 48) * 32} elements)",
+    )
+
+
+def test_faults_and_wrong_values_are_both_named() -> None:
+    def both(a, b, out):
+        out.zero_()
+        a[0, 0] = 5.0
+
+    r = check_kernel(Problem(64, 64, 64), both, device="cpu", checks=2)
+    assert r.faults == ("modified A (1 of 4096 elements)",)
+    assert r.failure().startswith("modified A (1 of 4096 elements); result differs from")
+
+
+@pytest.mark.parametrize(
+    ("m", "n", "dtype"), [(1, 1, "fp16"), (100, 72, "bf16"), (3, 3001, "fp16")]
+)
+def test_guarded_d_is_what_kernels_expect(m: int, n: int, dtype: str) -> None:
+    """D is (M, N) contiguous row-major, its base as aligned as its allocation's (guards are
+    whole 256-byte units), at least a row of D and 4 KiB of NaN on each side."""
+    from harness.check import GuardedOutput, guard_elements
+
+    p = Problem(m, n, 64, dtype)
+    g = GuardedOutput(p, "cpu")
+    assert g.d.shape == (m, n) and g.d.is_contiguous() and g.d.stride() == (n, 1)
+    assert (g.d.data_ptr() - g.buffer.data_ptr()) % 256 == 0
+    assert g.guard == guard_elements(p) >= max(n, 2048) and g.guard * 2 % 256 == 0
+    assert g.buffer.numel() == m * n + 2 * g.guard
+    assert torch.isnan(g.buffer.float()).all()
+    validate_operands(p, *[torch.zeros(r, 64, dtype=g.d.dtype) for r in (m, n)], g.d, "cpu")
+    g.d.zero_()
+    assert g.faults() == []
+    g.buffer[-1] = 0.0
+    g.buffer[0] = 0.0
+    assert g.faults() == [
+        "wrote 1 element before the start of D",
+        "wrote 1 element past the end of D",
+    ]
+    g.poison()
+    assert g.faults() == [] and torch.isnan(g.d.float()).all()
