@@ -100,6 +100,54 @@ def test_validation_rejects_misaligned_base() -> None:
         validate_operands(p, a, b, d, device="cpu")
 
 
+# -- the tolerances, pinned by hand -------------------------------------------------------------
+def test_tolerances_by_hand() -> None:
+    """u = 2^-11 (fp16), 2^-8 (bf16); atol = 8 u sqrt(K), rtol = 2 u. At K = 1024:
+    fp16 8 * 2^-11 * 32 = 0.125 and 2^-10; bf16 8 * 2^-8 * 32 = 1.0 and 2^-7."""
+    assert tolerances(Problem(64, 64, 1024)) == (0.125, 2.0**-10)
+    assert tolerances(Problem(64, 64, 1024, "bf16")) == (1.0, 2.0**-7)
+    assert tolerances(Problem(1, 1, 16)) == (8 * 2.0**-11 * 4, 2.0**-10)
+
+
+def _fp32_reference(problem: Problem) -> torch.Tensor:
+    gen = torch.Generator().manual_seed(22)
+    a = torch.empty(problem.m, problem.k).uniform_(-1, 1, generator=gen)
+    b = torch.empty(problem.n, problem.k).uniform_(-1, 1, generator=gen)
+    return a @ b.T
+
+
+@pytest.mark.parametrize("dtype", ["fp16", "bf16"])
+def test_relative_tolerance_alone(dtype: str) -> None:
+    """D = ref * (1 + e): every element off by the same relative error e, so ||D - ref|| /
+    ||ref|| = e exactly. Just above rtol fails, just below passes, while the absolute error
+    stays within atol both times: the relative bound alone decides. (fp32 D: no rounding
+    noise on top of e.)"""
+    p = Problem(64, 64, 1024, dtype)
+    atol, rtol = tolerances(p)
+    ref = _fp32_reference(p)
+    for factor, passes in ((1.02, False), (0.98, True)):
+        r = compare(p, ref * (1 + factor * rtol), ref)
+        assert r.rel_err == pytest.approx(factor * rtol, rel=1e-3)
+        assert r.max_abs_err <= atol  # not the bound that decides
+        assert r.passed is passes, (factor, r.summary())
+
+
+@pytest.mark.parametrize("dtype", ["fp16", "bf16"])
+def test_absolute_tolerance_alone(dtype: str) -> None:
+    """One element off by just over atol fails, by just under passes; the relative error of a
+    single element stays far below rtol both times: the absolute bound alone decides."""
+    p = Problem(64, 64, 1024, dtype)
+    atol, rtol = tolerances(p)
+    ref = _fp32_reference(p)
+    for factor, passes in ((1.02, False), (0.98, True)):
+        out = ref.clone()
+        out[17, 5] += factor * atol
+        r = compare(p, out, ref)
+        assert r.max_abs_err == pytest.approx(factor * atol, rel=1e-4)
+        assert r.rel_err < rtol / 2
+        assert r.passed is passes, (factor, r.summary())
+
+
 # -- what a launch may touch: D only ------------------------------------------------------------
 def _past_the_end(count: int):
     def kernel(a, b, out):
