@@ -32,7 +32,7 @@ nox.options.error_on_missing_interpreters = True
 CPU_TORCH = "torch==2.13.0"
 
 #: backend -> (python, extras): the Python its DSL needs and the pyproject extras holding its DSL
-#: pins. A bench environment is ``.[<extras>,<BENCH_EXTRAS>]``. tests/unit/test_install_sets.py
+#: pins. A bench environment is ``.[<extras>,<BENCH_EXTRAS>]``. tests/network/test_install_sets.py
 #: reads both tables (keep them literals) and resolves every bench environment against PyPI.
 BACKENDS: dict[str, tuple[str, str]] = {
     "cublas": ("3.11", ""),  # the reference (torch.matmul): no DSL
@@ -168,13 +168,17 @@ def _run_file(args: list[str], backend: str) -> tuple[Path, list[str]]:
 @nox.session(name="tests")
 @nox.parametrize(
     "python,part",
-    [("3.11", "harness"), *[(BACKENDS[b][0], b) for b in DSL_BACKENDS]],
-    ids=["harness", *DSL_BACKENDS],
+    [("3.11", "harness"), ("3.11", "network"), *[(BACKENDS[b][0], b) for b in DSL_BACKENDS]],
+    ids=["harness", "network", *DSL_BACKENDS],
 )
 def tests(session: nox.Session, part: str) -> None:
-    """Unit and compile-only tests (no GPU needed); with a GPU also the GPU tests. Venv per DSL."""
+    """Unit, network and compile-only tests (no GPU needed); with a GPU also the GPU tests."""
     gpu = _has_gpu()
     pytest = [_python(session), "-m", "pytest"]
+    if part == "network":  # the install sets resolved on the index; skipped offline
+        _install(session, "test")
+        session.run(*pytest, "tests/network", *session.posargs)
+        return
     if part == "harness":
         if gpu:  # the CUDA torch of the bench environments, and the reference's GPU tests
             _install(session, "test,gpu")
