@@ -1,4 +1,4 @@
-"""``python -m harness list|bench|codegen|tune-table``.
+"""``python -m harness list|bench|codegen|tune-table|fit-cost``.
 
 Results go to an ignored run folder (``runs/``) unless ``--out`` says otherwise; the curated,
 committed results under ``reports/results/`` change only through ``python -m reports promote``.
@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from harness.gemm import DTYPES
-from harness.problems import SUITES, expand
+from harness.problems import SUITES, TUNING_SEEDS, expand, held_out
 from harness.protocol import ARCH_CAPABILITY, ARCHES, KernelSpec, Problem, Rung
 from harness.registry import Registry, discover
 
@@ -172,6 +172,12 @@ def cmd_bench(args: argparse.Namespace) -> int:
     specs = _select(reg, args)
     if args.config and args.tune:
         raise UsageError("--config and --tune exclude each other (--tune times every config)")
+    held = [s for s in args.suite if held_out(s)]
+    if args.tune and held:
+        raise UsageError(
+            f"--tune on the held-out suite {held[0]}: held-out seeds are for evaluation only; "
+            f"tune on the fixed suites or random:<seed in {sorted(TUNING_SEEDS)}>"
+        )
     if args.tune_top is not None and (not args.tune or args.tune_top < 1):
         raise UsageError("--tune-top N needs --tune and N >= 1")
     if not args.no_reference and not any(s.rung == Rung.CUBLAS for s in specs):
@@ -310,10 +316,11 @@ def cmd_codegen(args: argparse.Namespace) -> int:
 # ----------------------------------------------------------------------------------- tune-table
 def cmd_tune_table(args: argparse.Namespace) -> int:
     from harness.results import load_many
-    from harness.tune import choose, write_tables
+    from harness.tune import choose, refuse_held_out, write_tables
 
     try:
         docs = load_many(args.results, warn=_warn)
+        refuse_held_out(docs)
     except ValueError as e:
         raise UsageError(str(e)) from None
     choices = choose(docs, margin=args.margin / 100.0)
@@ -336,6 +343,22 @@ def cmd_tune_table(args: argparse.Namespace) -> int:
         return 0
     for path in write_tables(choices, discover(), log=_warn):
         _print(f"wrote {path}")
+    return 0
+
+
+# ------------------------------------------------------------------------------------- fit-cost
+def cmd_fit_cost(args: argparse.Namespace) -> int:
+    from harness.fitcost import report
+    from harness.results import load_many
+    from harness.tune import refuse_held_out
+
+    try:
+        docs = load_many(args.results, warn=_warn)
+        refuse_held_out(docs)
+        text = report(docs, backends=args.backend or None, folds=args.folds, rounds=args.rounds)
+    except ValueError as e:
+        raise UsageError(str(e)) from None
+    _print(text)
     return 0
 
 
@@ -454,6 +477,18 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--dry-run", action="store_true", help="print the choices, write nothing")
     p.set_defaults(fn=cmd_tune_table)
+
+    p = sub.add_parser(
+        "fit-cost",
+        help="fit the rung-8 cost model to tuning runs and report its cross-validated error",
+    )
+    p.add_argument("results", nargs="+", help="bench result files or folders (tuning suites only)")
+    p.add_argument(
+        "--backend", action="append", default=[], help="fit on this backend's rung 8 only"
+    )
+    p.add_argument("--folds", type=int, default=5, help="cross-validation folds (by problem)")
+    p.add_argument("--rounds", type=int, default=6, help="coordinate-descent rounds")
+    p.set_defaults(fn=cmd_fit_cost)
     return ap
 
 

@@ -22,7 +22,6 @@ from __future__ import annotations
 import dataclasses
 import importlib.util
 import json
-import math
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -179,36 +178,21 @@ class TunedEntry:
 class TunedTable:
     """The winners of ``bench --tune`` on one GPU model: kernel id -> problem -> config name.
 
-    A lookup takes the exact problem if it was tuned; otherwise, among tuned problems with the
-    same N, K and dtype and an M within a factor of :attr:`M_REACH`, the one nearest in M (on a
-    log scale, as decode-to-prefill shapes grow in M); otherwise nothing, and the kernel's
-    heuristic decides. The reach keeps a sparse table from carrying a decode choice to a
-    prefill shape (seen on an H200: an M = 16 swap-AB entry served 8192x8192x8192 at 19 % of
-    cuBLAS).
+    A lookup takes the exact problem only; any other problem is the kernel's heuristic's. A
+    tuned choice is a tile's fit to one shape's waves, and it does not carry to another M:
+    an earlier lookup that reached 2x in M served shapes between the grid's points with tiles
+    that left their last wave half empty (H200, 0.71-0.73x cuBLAS geomean on such shapes).
     """
-
-    #: How far in M (as a ratio) a tuned entry may stand in for an untuned problem.
-    M_REACH = 2.0
 
     gpu: str
     kernels: Mapping[str, tuple[TunedEntry, ...]]
     sources: tuple[str, ...] = ()
 
     def lookup(self, kernel_id: str, problem: Problem) -> str | None:
-        entries = self.kernels.get(kernel_id, ())
-        for e in entries:
+        for e in self.kernels.get(kernel_id, ()):
             if e.problem == problem:
                 return e.config
-        near = [
-            e
-            for e in entries
-            if (e.problem.n, e.problem.k, e.problem.dtype) == (problem.n, problem.k, problem.dtype)
-            and abs(math.log(e.problem.m / problem.m)) <= math.log(self.M_REACH)
-        ]
-        if not near:
-            return None
-        best = min(near, key=lambda e: (abs(math.log(e.problem.m / problem.m)), e.problem.m))
-        return best.config
+        return None
 
     # -- file form ---------------------------------------------------------------------------
     def to_json(self) -> dict[str, Any]:

@@ -1,129 +1,548 @@
-"""A cost model for shape-adaptive GEMM heuristics (rung 8): which CTA tile, cluster and K split
-fill the GPU best for a problem.
+"""Rung 8's shared vocabulary, schedule and cost model: which CTA tile, cluster and K
+decomposition fill the GPU best for a problem.
 
-Backends whose rung 8 picks its config from a menu share this model, so the DSLs differ in the
-kernels they can express, not in how they guess. A config's time is a roofline of three terms,
-plus the split-K reduction:
+Every DSL's rung 8 declares its knobs as :class:`GemmConfig` (adding only knobs its kernel has
+beyond these), so a config name means the same in every backend; the DSLs differ in the
+kernels they can express, not in how they choose. This module holds, once:
 
-* **MMA**: waves of CTAs over the SMs x k-tiles per CTA x one k-tile's MMA time at the tile's
-  efficiency (``HOPPER_TILE_EFFICIENCY``);
-* **cold stream**: the bytes an SM loads that no other CTA loaded before it (a tile of A is
-  shared by the CTAs of its tile row, a tile of B by those of its column: 1/reuse of each box
-  is cold) at what one SM pulls from DRAM (``sm_stream_bytes_per_s``) — what bounds decode,
-  where every CTA streams its own slice of the weights;
-* **DRAM**: A, B and D once at ``hbm_bytes_per_s``.
+* :class:`GemmConfig` — tile M/N per CTA, cluster, swap-AB, split-K, stream-K, raster, group;
+* :class:`StreamK` — the data-parallel + stream-K schedule: whole waves of tiles, then the
+  tail tiles' k-iterations spread evenly over every program, each program's share at most two
+  partial tiles (the reference the kernels and their reduction implement);
+* :class:`TileCostModel` — a config's estimated time: the busiest program's k-steps at the
+  tile's MMA rate, the cold operand stream, DRAM, per-unit overheads and the split-K /
+  stream-K reduction;
+* :func:`ranked` / :func:`cheapest` — a menu ordered by that estimate, and the heuristic's
+  pick among the configs a backend allows;
+* :func:`fit` / :func:`cross_validate` — the model's constants fitted (least squares on log
+  time) to ``bench --tune`` timings of tuning suites, and its error and choice regret on
+  problems it was not fitted on (``python -m harness fit-cost``).
 
-The pipeline overlaps the three, but not perfectly: the estimate is the largest plus
-``overlap_loss`` of the other two. With split-K, the reduce kernel's launch and the fp32
-workspace's round trip are added. The constants were fitted (least squares on log time) to 690
-rung 7/8 timings of an H200 over the ``sweep`` suite and a 42-config Gluon rung-8 tune of 11
-decode shapes (timer v3); on those (in sample) the model's first choice is within 1 % of the
-fastest measured on all 11. It is a guide for an untuned shape and for which configs
-``bench --tune --tune-top N`` times; a tuned table (``bench --tune``, ``tune-table``) corrects
-the choice per shape where measurements disagree.
+Backends import this module and ``harness.protocol`` from the harness, nothing else.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import dataclasses
+import math
+import random
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any, TypeVar
 
+from harness.configs import KernelConfig
 from harness.gemm import Problem, cdiv, element_size
 
-__all__ = ["HOPPER", "HOPPER_TILE_EFFICIENCY", "TileCostModel"]
+__all__ = [
+    "HOPPER",
+    "GemmConfig",
+    "Sample",
+    "StreamK",
+    "TileCostModel",
+    "cheapest",
+    "cross_validate",
+    "fit",
+    "heuristic_allows",
+    "ranked",
+    "swap_cover",
+]
 
+
+# -- the vocabulary ---------------------------------------------------------------------------
+@dataclass(frozen=True)
+class GemmConfig(KernelConfig):
+    """Rung 8's knobs, the same in every backend.
+
+    ``tile_m`` x ``tile_n`` is one CTA's output tile in the kernel's view: ``tile_m`` rows on
+    the wgmma M side (64 = one consumer warpgroup, 128 = two), ``tile_n`` columns on the wgmma
+    N side. With ``swap_ab`` the kernel computes D^T = B A^T, so its rows run along D's N and
+    its columns along D's M (small M on the narrow side). ``cluster`` CTAs stack along the
+    rows and share the B tile by TMA multicast. ``split_k`` splits every tile's K range evenly
+    (fp32 partials, then a reduction); ``stream_k`` keeps whole tiles for the full waves and
+    spreads the last, partial wave's k-iterations over every program (:class:`StreamK`).
+    ``raster`` (walk tiles along M or N) and ``group`` (tile rows per L2 group) order the
+    data-parallel tiles.
+    """
+
+    tile_m: int = 128
+    tile_n: int = 256
+    cluster: int = 2
+    swap_ab: bool = False
+    split_k: int = 1
+    stream_k: bool = False
+    raster: str = "m"
+    group: int = 8
+
+    @property
+    def tile_rows(self) -> int:
+        """Rows of one cluster tile (the unit the schedule hands out)."""
+        return self.tile_m * self.cluster
+
+    def oriented(self, problem: Problem) -> tuple[int, int]:
+        """(rows, cols) of the output in the kernel's view: (M, N), or (N, M) swapped."""
+        return (problem.n, problem.m) if self.swap_ab else (problem.m, problem.n)
+
+    def tiles(self, problem: Problem) -> int:
+        """Cluster tiles of the output (before any K split)."""
+        rows, cols = self.oriented(problem)
+        return cdiv(rows, self.tile_rows) * cdiv(cols, self.tile_n)
+
+    def ctas(self, problem: Problem) -> int:
+        """CTAs the work would occupy at once if unbounded: tiles x cluster x K splits."""
+        return self.tiles(problem) * self.cluster * self.split_k
+
+
+C = TypeVar("C", bound=GemmConfig)
+
+
+# -- the stream-K schedule -------------------------------------------------------------------
+@dataclass(frozen=True)
+class StreamK:
+    """Data-parallel waves, then stream-K over the tail (the kernels' work units).
+
+    ``tiles`` cluster tiles of ``k_tiles`` k-iterations each run on ``programs`` persistent
+    programs (clusters). The first ``dp_tiles`` = (tiles // programs) x programs are whole
+    tiles, dealt round-robin (program p: tiles p, p + programs, ...). The remaining
+    ``sk_tiles`` < programs tiles form one iteration space of ``sk_iters`` k-iterations that
+    program p covers from ``begin(p)`` to ``begin(p + 1)``: fewer than one tile's worth, so it
+    touches at most two tiles — its segment 0 (the tile it starts in) and segment 1 (the next).
+    Every segment writes an fp32 partial tile into workspace slot ``segment x programs + p``;
+    the reduction sums each tail tile's partials in program order (deterministic) and writes D.
+
+    Work units, as both roles of a program walk them: unit u = p, p + programs, ... below
+    ``units``; u < dp_tiles is a whole tile, the others are segment (u - dp_tiles) // programs
+    of program p (possibly empty: then nothing is loaded, computed or stored).
+    """
+
+    tiles: int
+    k_tiles: int
+    programs: int
+
+    @property
+    def dp_tiles(self) -> int:
+        return (self.tiles // self.programs) * self.programs
+
+    @property
+    def sk_tiles(self) -> int:
+        return self.tiles - self.dp_tiles
+
+    @property
+    def sk_iters(self) -> int:
+        return self.sk_tiles * self.k_tiles
+
+    @property
+    def units(self) -> int:
+        return self.dp_tiles + (2 * self.programs if self.sk_tiles else 0)
+
+    def begin(self, p: int) -> int:
+        """First tail iteration of program ``p`` (``begin(programs) == sk_iters``)."""
+        return p * self.sk_iters // self.programs
+
+    def unit(self, u: int) -> tuple[int, int, int, int]:
+        """(tile, first k-tile, end k-tile, workspace slot or -1) of work unit ``u``; an empty
+        segment has first == end."""
+        if u < self.dp_tiles:
+            return u, 0, self.k_tiles, -1
+        v = u - self.dp_tiles
+        segment, p = divmod(v, self.programs)
+        lo, hi = self.begin(p), self.begin(p + 1)
+        boundary = (lo // self.k_tiles + 1) * self.k_tiles  # end of the tile p starts in
+        if segment == 0:
+            start, end = lo, min(hi, boundary)
+        else:
+            start, end = boundary, max(hi, boundary)
+        tile = min(start // self.k_tiles, self.sk_tiles - 1)
+        k_lo = start - tile * self.k_tiles
+        return self.dp_tiles + tile, k_lo, k_lo + (end - start), v
+
+    def contributors(self, r: int) -> list[tuple[int, int]]:
+        """(program, workspace slot) of every partial of tail tile ``r`` (0-based among the
+        tail tiles), in the order the reduction adds them."""
+        first_it, end_it = r * self.k_tiles, (r + 1) * self.k_tiles
+        # The program covering iteration x is the last p with begin(p) <= x.
+        p_first = ((first_it + 1) * self.programs - 1) // self.sk_iters
+        p_last = (end_it * self.programs - 1) // self.sk_iters
+        out = []
+        for p in range(p_first, p_last + 1):
+            if self.begin(p) == self.begin(p + 1):
+                continue  # an empty program wrote nothing
+            segment = 0 if self.begin(p) >= first_it else 1
+            out.append((p, segment * self.programs + p))
+        return out
+
+    def max_iters(self) -> int:
+        """k-iterations of the busiest program."""
+        dp = (self.dp_tiles // self.programs) * self.k_tiles
+        return dp + (cdiv(self.sk_iters, self.programs) if self.sk_tiles else 0)
+
+
+# -- the cost model --------------------------------------------------------------------------
 #: Fraction of an SM's peak MMA rate a CTA tile (wgmma rows, cols) reaches: a larger tile
 #: keeps more wgmma work in flight per byte it waits for.
 HOPPER_TILE_EFFICIENCY: Mapping[tuple[int, int], float] = {
-    (128, 256): 0.97,
-    (128, 160): 0.92,
-    (128, 128): 0.90,
-    (128, 64): 0.75,
-    (128, 32): 0.50,
-    (128, 16): 0.30,
-    (64, 256): 0.85,
-    (64, 160): 0.70,
-    (64, 128): 0.72,
-    (64, 64): 0.55,
-    (64, 32): 0.35,
-    (64, 16): 0.20,
+    (128, 256): 0.755,
+    (128, 192): 0.759,  # not timed yet: between its neighbours 128x160 and 128x256
+    (128, 160): 0.763,
+    (128, 128): 0.758,
+    (128, 64): 0.557,
+    (128, 32): 0.328,
+    (128, 16): 0.249,
+    (64, 256): 0.705,
+    (64, 192): 0.621,  # not timed yet: between its neighbours 64x160 and 64x256
+    (64, 160): 0.537,
+    (64, 128): 0.720,
+    (64, 64): 0.435,
+    (64, 32): 0.314,
+    (64, 16): 0.230,
 }
 
 
 @dataclass(frozen=True)
 class TileCostModel:
+    """A config's time as a roofline of three terms plus overheads:
+
+    * **MMA**: the busiest program's k-steps (whole waves of tiles, split-K's ranges, or
+      stream-K's even share) x one k-step of the tile at its efficiency;
+    * **cold stream**: the bytes an SM loads that no other CTA loaded before it (a box of A is
+      shared by the tiles of its row, a box of B by those of its column) at what one SM pulls
+      from DRAM — what bounds decode, where every CTA streams its own slice of the weights;
+    * **DRAM**: A, B and D once.
+
+    The pipeline overlaps the three imperfectly: the largest plus ``overlap_loss`` of the
+    others. Each work unit a program runs costs ``unit_s`` (ring refill, epilogue); a kernel
+    costs ``launch_s``. Split-K adds the reduce kernel (launch + the fp32 workspace's round
+    trip); stream-K adds each program's partial tiles (stored from registers) and the reduce.
+    The constants are fitted (:func:`fit`); docs/design.md says on what.
+    """
+
     num_sms: int = 132
     peak_flops: float = 989e12  # dense fp16/bf16, datasheet
-    #: A, B and D once, and the split-K workspace (fitted; the H200's datasheet says 4.8e12)
-    hbm_bytes_per_s: float = 3.0e12
-    #: cold bytes one SM streams from DRAM (fitted: TMA latency x the bytes a ring keeps in flight)
-    sm_stream_bytes_per_s: float = 80e9
-    #: the split-K reduce kernel: its launch gap and latency (fitted)
-    reduce_launch_s: float = 4e-6
-    #: the share of the two lesser terms the pipeline does not hide (fitted)
-    overlap_loss: float = 0.2
-    #: a 2-CTA cluster multicasting B halves B's L2 -> SM traffic
-    cluster2_gain: float = 1.03
-    #: a split must keep at least this much of K, or the reduce costs more than it saves
-    min_k_per_split: int = 512
+    hbm_bytes_per_s: float = 6.16e12
+    sm_stream_bytes_per_s: float = 137e9
+    sm_store_bytes_per_s: float = 1.4e14
+    reduce_launch_s: float = 4.53e-6
+    launch_s: float = 3.67e-6
+    unit_s: float = 2.28e-6
+    overlap_loss: float = 0.411
+    cluster2_gain: float = 1.0
     efficiency: Mapping[tuple[int, int], float] = field(
         default_factory=lambda: dict(HOPPER_TILE_EFFICIENCY)
     )
 
-    def ctas(
-        self, problem: Problem, *, swap_ab: bool, tile: tuple[int, int], cluster: int, split_k: int
-    ) -> int:
-        """CTAs of ``tile`` (rows, cols in the kernel's view: with ``swap_ab`` the rows run along
-        N) over ``problem``'s output: tile rows padded to whole clusters, x tile columns, x K
-        splits."""
-        rows, cols = _oriented(problem, swap_ab)
-        return cdiv(rows, tile[0] * cluster) * cluster * cdiv(cols, tile[1]) * split_k
-
-    def seconds(
-        self,
-        problem: Problem,
-        *,
-        swap_ab: bool,
-        block_k: int,
-        tile: tuple[int, int],
-        cluster: int,
-        split_k: int,
-    ) -> float:
-        """Estimated time of ``problem`` (D[M, N] = A[M, K] B[N, K]^T) with ``tile`` (as in
-        :meth:`ctas`), split ``split_k`` ways."""
-        m, n, k = problem.m, problem.n, problem.k
-        elem_bytes = element_size(problem.dtype)
-        rows, cols = _oriented(problem, swap_ab)
-        ctas = self.ctas(problem, swap_ab=swap_ab, tile=tile, cluster=cluster, split_k=split_k)
-        waves = cdiv(ctas, self.num_sms)
-        k_steps = waves * cdiv(cdiv(k, block_k), split_k)
-        eff = self.efficiency[tile] * (self.cluster2_gain if cluster == 2 else 1.0)
-        mma = k_steps * 2 * tile[0] * tile[1] * block_k / (eff * self.peak_flops / self.num_sms)
-        row_tiles, col_tiles = cdiv(rows, tile[0]), cdiv(cols, tile[1])
-        cold = (tile[0] / col_tiles + tile[1] / row_tiles) * block_k * elem_bytes
-        stream = k_steps * cold / self.sm_stream_bytes_per_s
-        dram = (m * k + n * k + m * n) * elem_bytes / self.hbm_bytes_per_s
-        terms = (mma, stream, dram)
-        seconds = max(terms) + self.overlap_loss * (sum(terms) - max(terms))
-        if split_k > 1:
-            workspace = split_k * m * n * 4
-            seconds += self.reduce_launch_s + 2 * workspace / self.hbm_bytes_per_s
-        return seconds
-
-    def split_pays(self, unsplit_ctas: int, split_k: int, k_per_split: int) -> bool:
-        """Split K only where the unsplit tiles fill at most half a wave, the splits still fit
-        in one wave and each keeps enough of K."""
-        return (
-            2 * unsplit_ctas <= self.num_sms
-            and unsplit_ctas * split_k <= self.num_sms
-            and k_per_split >= self.min_k_per_split
+    def stream_k(self, problem: Problem, config: GemmConfig, block_k: int) -> StreamK:
+        return StreamK(
+            config.tiles(problem), cdiv(problem.k, block_k), self.num_sms // config.cluster
         )
 
+    def seconds(self, problem: Problem, config: GemmConfig, block_k: int = 64) -> float:
+        """Estimated time of ``problem`` (D[M, N] = A[M, K] B[N, K]^T) under ``config``."""
+        m, n, k = problem.m, problem.n, problem.k
+        elem = element_size(problem.dtype)
+        tm, tn = config.tile_m, config.tile_n
+        rows, cols = config.oriented(problem)
+        tiles = config.tiles(problem)
+        programs = self.num_sms // config.cluster
+        k_tiles = cdiv(k, block_k)
+        reduce = 0.0
+        if config.stream_k:
+            sk = StreamK(tiles, k_tiles, programs)
+            steps = sk.max_iters()
+            units = sk.dp_tiles // programs + (2 if sk.sk_tiles else 0)
+            if sk.sk_tiles:
+                partial = config.tile_rows * tn * 4
+                slots = programs + sk.sk_tiles  # segments written (at most)
+                store = 2 * (partial // config.cluster) / self.sm_store_bytes_per_s
+                reduce = store + self.reduce_launch_s + 2 * slots * partial / self.hbm_bytes_per_s
+        else:
+            s = config.split_k
+            per_program = cdiv(tiles * s, programs)
+            steps = per_program * cdiv(k_tiles, s)
+            units = per_program
+            if s > 1:
+                workspace = s * m * n * 4
+                reduce = self.reduce_launch_s + 2 * workspace / self.hbm_bytes_per_s
+        eff = self.efficiency[(tm, tn)] * (self.cluster2_gain if config.cluster == 2 else 1.0)
+        mma = steps * 2 * tm * tn * block_k / (eff * self.peak_flops / self.num_sms)
+        row_tiles, col_tiles = cdiv(rows, tm), cdiv(cols, tn)
+        cold = (tm / col_tiles + tn / row_tiles) * block_k * elem
+        stream = steps * cold / self.sm_stream_bytes_per_s
+        dram = (m * k + n * k + m * n) * elem / self.hbm_bytes_per_s
+        if config.stream_k:
+            # The tail's programs start at staggered k offsets, so no two tiles read the same
+            # k-slice of A or B at once: the tail's operands come from DRAM tile by tile
+            # (measured: a long-K tail turns DRAM-bound, e.g. 828x4096x14336 at half speed).
+            sk = StreamK(tiles, k_tiles, programs)
+            tail = sk.sk_iters * (config.tile_rows + tn) * block_k * elem
+            dram += tail / self.hbm_bytes_per_s
+        terms = (mma, stream, dram)
+        body = max(terms) + self.overlap_loss * (sum(terms) - max(terms))
+        return self.launch_s + body + units * self.unit_s + reduce
 
-def _oriented(problem: Problem, swap_ab: bool) -> tuple[int, int]:
-    """(rows, cols) of the output in the kernel's view: (M, N), or (N, M) with swap-AB."""
-    return (problem.n, problem.m) if swap_ab else (problem.m, problem.n)
+    def predicted_waves(self, problem: Problem, config: GemmConfig, block_k: int = 64) -> float:
+        """The busiest program's work in whole-tile units (1.0 = one tile's K loop): waves of
+        tiles, split-K's share, or stream-K's data-parallel waves plus its fraction."""
+        k_tiles = cdiv(problem.k, block_k)
+        if config.stream_k:
+            return self.stream_k(problem, config, block_k).max_iters() / k_tiles
+        programs = self.num_sms // config.cluster
+        per_program = cdiv(config.tiles(problem) * config.split_k, programs)
+        return per_program * cdiv(k_tiles, config.split_k) / k_tiles
 
+    # -- fitting ------------------------------------------------------------------------------
+    def with_params(self, params: Mapping[str, float]) -> TileCostModel:
+        """This model with named constants replaced; ``eff:RxC`` names a tile's efficiency."""
+        eff = dict(self.efficiency)
+        scalars: dict[str, float] = {}
+        for name, value in params.items():
+            if name.startswith("eff:"):
+                r, c = name[4:].split("x")
+                eff[(int(r), int(c))] = value
+            else:
+                scalars[name] = value
+        return dataclasses.replace(self, efficiency=eff, **scalars)
+
+    def params(self) -> dict[str, float]:
+        """The fitted constants by name (the inverse of :meth:`with_params`)."""
+        out = {name: float(getattr(self, name)) for name in _FITTED}
+        out.update({f"eff:{r}x{c}": v for (r, c), v in sorted(self.efficiency.items())})
+        return out
+
+
+#: Scalar constants :func:`fit` adjusts (with every tile efficiency).
+_FITTED = (
+    "hbm_bytes_per_s",
+    "sm_stream_bytes_per_s",
+    "sm_store_bytes_per_s",
+    "reduce_launch_s",
+    "launch_s",
+    "unit_s",
+    "overlap_loss",
+    "cluster2_gain",
+)
 
 #: The machine the rung-8 heuristics count against (the launch itself uses the real SM count).
 HOPPER = TileCostModel()
+
+
+# -- ranking and choice ------------------------------------------------------------------------
+def ranked(
+    problem: Problem,
+    menu: Iterable[C],
+    valid: Callable[[Problem, C], str | None],
+    *,
+    variant: Callable[[Problem, C], bool] = lambda p, c: False,
+    model: TileCostModel = HOPPER,
+    block_k: int = 64,
+) -> list[C]:
+    """Every valid config of ``menu``, cheapest first by ``model`` (what ``bench --tune
+    --tune-top`` times first); the ``variant`` ones (knobs the model cannot see, e.g. raster
+    or group) after all the others; ties go to the larger tile, then cluster 2, then the
+    simpler K decomposition (no split, no stream-K)."""
+    valid_configs = [c for c in menu if valid(problem, c) is None]
+    key = {
+        c: (
+            variant(problem, c),
+            model.seconds(problem, c, block_k),
+            -c.tile_m * c.tile_n,
+            -c.cluster,
+            c.split_k,
+            c.stream_k,
+        )
+        for c in valid_configs
+    }
+    return sorted(valid_configs, key=key.__getitem__)
+
+
+def cheapest(
+    problem: Problem,
+    menu: Iterable[C],
+    valid: Callable[[Problem, C], str | None],
+    allowed: Callable[[C], bool],
+    **kw: Any,
+) -> C:
+    """The first of :func:`ranked` that ``allowed`` accepts (ValueError if none)."""
+    for c in ranked(problem, menu, valid, **kw):
+        if allowed(c):
+            return c
+    raise ValueError(f"no allowed config for {problem.key}")
+
+
+NARROW = (16, 32, 64)  # the tile widths that cover a short side
+MIN_K_PER_SPLIT = 512  # a split must keep this much of K, or its reduce costs more than it saves
+
+
+def swap_cover(problem: Problem) -> int | None:
+    """The narrowest of ``NARROW`` that covers M when swap-AB pays (M <= 64 < N), else None:
+    N then fills the wgmma rows and M the narrow side, whose padding a wider tile would waste."""
+    if not problem.m <= 64 < problem.n:
+        return None
+    return next(w for w in NARROW if w >= problem.m)
+
+
+def heuristic_allows(problem: Problem, config: GemmConfig, block_k: int = 64) -> bool:
+    """The structural rules every rung-8 heuristic applies before the cost model ranks:
+
+    * swap-AB only when M <= 64 < N, with the narrowest width covering M, and always at
+      M <= 16 (the model weighs swapped against unswapped tiles for M in 17..64: at
+      36x18432x16384 an unswapped 64x256 tile ran 109 % of cuBLAS, the swapped cover 84 %);
+    * unswapped, a tile narrower than 64 only as the narrowest that covers N (elsewhere it
+      reloads the long operand for too little MMA work);
+    * a K split keeps at least ``MIN_K_PER_SPLIT`` of K;
+    * raster m (the model cannot see the tile order; backends also pin their group).
+
+    Waves, tails, split-K against stream-K against a smaller tile: the model decides.
+    """
+    cover = swap_cover(problem)
+    if config.raster != "m":
+        return False
+    if config.swap_ab and config.tile_n != cover:
+        return False  # also refuses swap-AB where it does not pay (no cover)
+    if not config.swap_ab and cover is not None and problem.m <= 16:
+        return False  # unswapped, 48 or more of a 64-row tile's rows would be padding
+    if not config.swap_ab and config.tile_n < 64:
+        if config.tile_n != next((w for w in NARROW if w >= problem.n), None):
+            return False
+    if config.split_k > 1:
+        k = cdiv(problem.k, block_k) * block_k
+        if k // config.split_k < MIN_K_PER_SPLIT:
+            return False
+    return True
+
+
+# -- fitting and cross-validation ----------------------------------------------------------------
+@dataclass(frozen=True)
+class Sample:
+    """One timing: ``config`` (as the model sees it) ran ``problem`` in ``seconds``."""
+
+    problem: Problem
+    config: GemmConfig
+    seconds: float
+    source: str = ""
+
+
+def _loss(model: TileCostModel, samples: Sequence[Sample], block_k: int) -> float:
+    """Mean squared log error, each problem's samples weighed together as one problem."""
+    by_problem: dict[Problem, list[float]] = {}
+    for s in samples:
+        err = math.log(model.seconds(s.problem, s.config, block_k) / s.seconds)
+        by_problem.setdefault(s.problem, []).append(err * err)
+    return sum(sum(v) / len(v) for v in by_problem.values()) / max(1, len(by_problem))
+
+
+def fit(
+    samples: Sequence[Sample],
+    base: TileCostModel = HOPPER,
+    *,
+    block_k: int = 64,
+    rounds: int = 6,
+) -> TileCostModel:
+    """``base`` with its constants (:meth:`TileCostModel.params`; the tile efficiencies only
+    for tiles in ``samples``) fitted to ``samples`` by coordinate descent on log scale,
+    minimizing the per-problem mean squared log error. Deterministic."""
+    used = {(s.config.tile_m, s.config.tile_n) for s in samples}
+    names = [n for n in base.params() if not n.startswith("eff:")]
+    names += [f"eff:{r}x{c}" for r, c in sorted(used)]
+    model = base
+    best = _loss(model, samples, block_k)
+    step = 0.5  # log-scale step, halved each round
+    for _ in range(rounds):
+        for name in names:
+            for _ in range(8):
+                moved = False
+                value = model.params()[name]
+                for factor in (math.exp(step), math.exp(-step)):
+                    trial_value = value * factor
+                    if name.startswith("eff:") or name == "overlap_loss":
+                        trial_value = min(trial_value, 1.0)
+                    if name == "cluster2_gain":
+                        # A multicast pair halves B's L2 traffic and adds no MMA work: the
+                        # fit may not make it a penalty (timings of c1 and c2 within noise
+                        # of each other otherwise pull it below 1 and rung 7 off its tile).
+                        trial_value = min(max(trial_value, 1.0), 1.2)
+                    trial = model.with_params({name: trial_value})
+                    loss = _loss(trial, samples, block_k)
+                    if loss < best - 1e-12:
+                        model, best, moved = trial, loss, True
+                        break
+                if not moved:
+                    break
+        step /= 2
+    return model
+
+
+@dataclass(frozen=True)
+class FoldReport:
+    """Out-of-fold quality of the model: per problem held out of the fit."""
+
+    problems: int
+    samples: int
+    median_abs_log_err: float
+    mean_abs_log_err: float
+    #: (time of the model's first choice among the timed configs) / (fastest timed) - 1
+    median_regret: float
+    worst_regret: float
+    regrets: tuple[tuple[Problem, float], ...]
+
+
+def evaluate(
+    model: TileCostModel, samples: Sequence[Sample], block_k: int = 64
+) -> tuple[list[float], list[tuple[Problem, float]]]:
+    """(|log error| per sample, (problem, regret) per problem with >= 2 timed configs)."""
+    errors = [
+        abs(math.log(model.seconds(s.problem, s.config, block_k) / s.seconds)) for s in samples
+    ]
+    by_problem: dict[Problem, list[Sample]] = {}
+    for s in samples:
+        by_problem.setdefault(s.problem, []).append(s)
+    regrets = []
+    for problem, group in sorted(by_problem.items()):
+        if len(group) < 2:
+            continue
+        pick = min(group, key=lambda s: model.seconds(problem, s.config, block_k))
+        best = min(s.seconds for s in group)
+        regrets.append((problem, pick.seconds / best - 1.0))
+    return errors, regrets
+
+
+def cross_validate(
+    samples: Sequence[Sample],
+    base: TileCostModel = HOPPER,
+    *,
+    folds: int = 5,
+    seed: int = 0,
+    block_k: int = 64,
+    rounds: int = 6,
+) -> FoldReport:
+    """K-fold by problem: fit on the other folds' problems, measure on this fold's (a problem's
+    configs are never split between fit and test)."""
+    problems = sorted({s.problem for s in samples})
+    random.Random(seed).shuffle(problems)
+    fold_of = {p: i % folds for i, p in enumerate(problems)}
+    errors: list[float] = []
+    regrets: list[tuple[Problem, float]] = []
+    for f in range(folds):
+        train = [s for s in samples if fold_of[s.problem] != f]
+        test = [s for s in samples if fold_of[s.problem] == f]
+        if not train or not test:
+            continue
+        e, r = evaluate(fit(train, base, block_k=block_k, rounds=rounds), test, block_k)
+        errors += e
+        regrets += r
+    errors.sort()
+    only = [r for _, r in regrets]
+    return FoldReport(
+        problems=len(problems),
+        samples=len(samples),
+        median_abs_log_err=_median(errors),
+        mean_abs_log_err=sum(errors) / max(1, len(errors)),
+        median_regret=_median(sorted(only)),
+        worst_regret=max(only, default=0.0),
+        regrets=tuple(regrets),
+    )
+
+
+def _median(xs: Sequence[float]) -> float:
+    if not xs:
+        return float("nan")
+    mid = len(xs) // 2
+    return xs[mid] if len(xs) % 2 else (xs[mid - 1] + xs[mid]) / 2

@@ -18,11 +18,31 @@ from pathlib import Path
 
 from harness.configs import TunedEntry, TunedTable, tuned_table_path
 from harness.gemm import Problem
+from harness.problems import TUNING_SEEDS, held_out
 from harness.protocol import KernelSpec
 from harness.records import BenchRecord
 from harness.results import Document
 
-__all__ = ["Choice", "choose", "write_tables"]
+__all__ = ["Choice", "choose", "held_out_suites", "refuse_held_out", "write_tables"]
+
+
+def held_out_suites(doc: Document) -> list[str]:
+    """The held-out suites (``harness.problems.held_out``) a results document ran."""
+    run = doc.environment.get("run") or {}
+    return [s for s in run.get("suites") or () if held_out(s)]
+
+
+def refuse_held_out(docs: Iterable[Document]) -> None:
+    """ValueError naming the first document that ran a held-out suite: its timings are
+    evaluation data, never tuning data (tuned tables, cost-model fits)."""
+    for doc in docs:
+        suites = held_out_suites(doc)
+        if suites:
+            raise ValueError(
+                f"{doc.source or 'a results document'} ran the held-out suite {suites[0]}: "
+                "evaluation data never tunes (tune on sweep, square, ksweep, llm or "
+                f"random:<seed in {sorted(TUNING_SEEDS)}>)"
+            )
 
 
 @dataclass(frozen=True)

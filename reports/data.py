@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.gemm import DTYPES, Problem
-from harness.problems import SUITES
+from harness.problems import held_out, suite_shapes
 from harness.protocol import Rung
 from harness.records import BenchRecord, CodegenRecord, Status
 from harness.results import Document, ResultsError, load_many, result_files
@@ -51,6 +51,7 @@ __all__ = [
     "chain_rungs",
     "chain_table",
     "family",
+    "held_out_suites",
     "load_dataset",
     "pct_table",
     "problem_order",
@@ -429,6 +430,8 @@ class SweepPanel:
     kernels: Mapping[int, str]
     rows: tuple[SweepRow, ...]
     stats: Mapping[int, SweepStat]
+    #: ``sweep``, or a held-out ``random:SEED[:COUNT]`` suite
+    suite: str = "sweep"
 
 
 def sweep_order(p: Problem) -> tuple[int, int, int]:
@@ -436,15 +439,27 @@ def sweep_order(p: Problem) -> tuple[int, int, int]:
     return (p.m, p.n, p.k)
 
 
-def sweep_table(ds: Dataset) -> list[SweepPanel]:
-    """One panel per (dtype, backend) with a timed rung-7 or rung-8 record on a shape of the
-    ``sweep`` suite, dtypes in :data:`DTYPES` order, backends in :data:`BACKEND_ORDER`.
+def held_out_suites(ds: Dataset) -> list[str]:
+    """The held-out suites (``random:SEED[:COUNT]`` of a non-tuning seed) the bench runs of
+    ``ds`` ran, in the order first seen."""
+    seen: list[str] = []
+    for doc in ds.runs:
+        for name in (doc.environment.get("run") or {}).get("suites") or ():
+            if held_out(name) and name not in seen:
+                seen.append(name)
+    return seen
+
+
+def sweep_table(ds: Dataset, suite: str = "sweep") -> list[SweepPanel]:
+    """One panel per (dtype, backend) with a timed rung-7 or rung-8 record on a shape of
+    ``suite`` (the ``sweep`` suite, or a held-out random one), dtypes in :data:`DTYPES` order,
+    backends in :data:`BACKEND_ORDER`.
 
     A dtype's shapes are those where any shown kernel has a record that is timed, failed or
     unsupported (a check-only record adds no shape), in :func:`sweep_order`, the same for every
     backend so that the panels line up. Each record is :meth:`Dataset.pick`'s, its % of cuBLAS
     :meth:`Dataset.pct_of_cublas`'s (cuBLAS of the record's own run)."""
-    shapes = frozenset(SUITES["sweep"][1])
+    shapes = frozenset(suite_shapes(suite))
     recs = [
         r
         for r in ds.bench
@@ -499,7 +514,7 @@ def sweep_table(ds: Dataset) -> list[SweepPanel]:
                     worst_problem=worst[1],
                     shapes=len(pts),
                 )
-            panels.append(SweepPanel(backend, dtype, kernels, tuple(rows), stats))
+            panels.append(SweepPanel(backend, dtype, kernels, tuple(rows), stats, suite))
     return panels
 
 

@@ -49,10 +49,12 @@ from reports.data import (
     ChainRow,
     Dataset,
     SweepPanel,
+    SweepRow,
     backend_order,
     chain_problem,
     chain_table,
     family,
+    held_out_suites,
     load_dataset,
     pct_table,
     problem_order,
@@ -512,18 +514,24 @@ def _sweep_label(panel: SweepPanel, rung: int) -> str:
     )
 
 
+def _sweep_panels(ds: Dataset) -> list[SweepPanel]:
+    """The ``sweep`` suite's panels, then each held-out suite's (shapes never tuned on)."""
+    return [p for suite in ("sweep", *held_out_suites(ds)) for p in sweep_table(ds, suite)]
+
+
 def figure_sweep(ds: Dataset) -> Any:
-    """Rung 7 and rung 8 as % of cuBLAS over the sweep suite: one panel per (dtype, backend),
-    stacked so that the 43 shapes get the figure's width."""
+    """Rung 7 and rung 8 as % of cuBLAS over the sweep suite and over each held-out random
+    suite: one panel per (suite, dtype, backend), stacked so that the shapes get the
+    figure's width."""
     with _style():
-        panels = sweep_table(ds)
+        panels = _sweep_panels(ds)
         shapes = max([len(panel.rows) for panel in panels] or [0])
         # the legend (outside, right) takes about 4 in whatever the number of shapes
         fig = _figure(max(9.5, 0.24 * shapes + 4.5), 3.2 * max(1, len(panels)) + 0.5)
         axes = fig.subplots(max(1, len(panels)), 1, squeeze=False)[:, 0]
         fig.suptitle(
-            "Shape sweep: rung 7 (one config) vs rung 8 (config per shape), % of cuBLAS in the "
-            "same run"
+            "Shape sweep and held-out shapes: rung 7 (one config) vs rung 8 (config per shape), "
+            "% of cuBLAS in the same run"
         )
         if not panels:
             _empty(axes[0], "no rung-7 or rung-8 results on the sweep suite yet")
@@ -531,6 +539,24 @@ def figure_sweep(ds: Dataset) -> Any:
         for ax, panel in zip(axes, panels, strict=True):
             _sweep_panel(ax, panel)
     return fig
+
+
+def _m_groups(ax: Any, rows: tuple[SweepRow, ...]) -> None:
+    """The sweep's M groups (decode to prefill), separated and named along the top."""
+    starts = [i for i, row in enumerate(rows) if i == 0 or row.problem.m != rows[i - 1].problem.m]
+    for a, b in zip(starts, [*starts[1:], len(rows)], strict=True):
+        if a:
+            ax.axvline(a - 0.5, color="#bbbbbb", linewidth=0.6)
+        ax.text(
+            (a + b - 1) / 2,
+            0.98,
+            f"M={rows[a].problem.m}",
+            transform=ax.get_xaxis_transform(),
+            ha="center",
+            va="top",
+            fontsize=6,
+            color="#555555",
+        )
 
 
 def _sweep_panel(ax: Any, panel: SweepPanel) -> None:
@@ -573,28 +599,16 @@ def _sweep_panel(ax: Any, panel: SweepPanel) -> None:
         linestyle="--",
         label=f"{_SWEEP_FLOOR:g} %",
     )
-    # M groups (decode to prefill), separated and named along the top
-    starts = [i for i, row in enumerate(rows) if i == 0 or row.problem.m != rows[i - 1].problem.m]
-    for a, b in zip(starts, [*starts[1:], len(rows)], strict=True):
-        if a:
-            ax.axvline(a - 0.5, color="#bbbbbb", linewidth=0.6)
-        ax.text(
-            (a + b - 1) / 2,
-            0.98,
-            f"M={rows[a].problem.m}",
-            transform=ax.get_xaxis_transform(),
-            ha="center",
-            va="top",
-            fontsize=6,
-            color="#555555",
-        )
+    if panel.suite == "sweep":
+        _m_groups(ax, rows)  # a held-out suite's M rarely repeats: its ticks name it
     ax.set_ylim(0, max(top) * 1.12)
     ax.set_xticks(
         range(len(rows)), [_shape(row.problem) for row in rows], **{**_SLANT, "fontsize": 6}
     )
     ax.set_xlim(-0.6, len(rows) - 0.4)
     ax.set_ylabel("% of cuBLAS (same run)")
-    ax.set_title(f"{panel.backend}, {panel.dtype}")
+    where = "sweep" if panel.suite == "sweep" else f"held out: {panel.suite}"
+    ax.set_title(f"{panel.backend}, {panel.dtype} ({where})")
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
 
 
@@ -893,7 +907,7 @@ def _sweep_cell(ds: Dataset, rec: BenchRecord | None, pct: float | None) -> str:
 def sweep_lines(ds: Dataset) -> list[str]:
     """Per (dtype, backend): each sweep shape's cuBLAS TFLOPS, rung 7 and rung 8 as % of cuBLAS
     and the configs they ran, then each rung's geomean and worst shape."""
-    panels = sweep_table(ds)
+    panels = _sweep_panels(ds)
     if not panels:
         return ["No rung-7 or rung-8 results on the `sweep` suite yet."]
     md: list[str] = []
@@ -914,7 +928,8 @@ def sweep_lines(ds: Dataset) -> list[str]:
             any_fallback |= any(c.endswith(" †") for c in cells)
             rows.append(cells)
         kernels = ", ".join(f"`{k}`" for k in panel.kernels.values())
-        md += [f"**{panel.backend}** ({panel.dtype}; {kernels}):", ""]
+        where = "`sweep`" if panel.suite == "sweep" else f"held out, `{panel.suite}`"
+        md += [f"**{panel.backend}** ({where}, {panel.dtype}; {kernels}):", ""]
         md += _md_table(header, rows)
         md += [""]
         for g in rungs:

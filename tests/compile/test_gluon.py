@@ -18,7 +18,7 @@ from expectations import require_dsl
 
 from backends.gluon import kernels
 from harness.protocol import Problem, Rung
-from harness.tile_cost import HOPPER
+from harness.tile_cost import HOPPER, MIN_K_PER_SPLIT
 
 require_dsl("gluon", "triton.experimental.gluon", "Gluon (triton==3.9.0)")
 
@@ -153,23 +153,34 @@ def _r8_cases():
     c1 = dict(cluster=1)
     swap = dict(cluster=1, swap_ab=True)
     shapes = {
-        "c2-128x128-persistent": (Problem(8192, 8192, 8192), dict(block_n=128)),
+        "c2-128x128-persistent": (Problem(8192, 8192, 8192), dict(tile_n=128)),
         "128x256-c1": (Problem(128, 28672, 4096), dict(**c1)),
-        "128x128-c1-persistent": (Problem(4096, 4096, 1024), dict(block_n=128, **c1)),
-        "128x64-c1": (Problem(1024, 1024, 1024), dict(block_n=64, **c1)),
-        "128x32-c1": (Problem(4096, 32, 4096), dict(block_n=32, **c1)),
-        "128x16-c1": (Problem(4096, 1, 4096), dict(block_n=16, **c1)),
-        "64x256-c1-persistent": (Problem(8192, 8192, 1024), dict(block_m=64, **c1)),
-        "64x128-c1": (Problem(512, 1024, 512), dict(block_m=64, block_n=128, **c1)),
-        "64x64-c1-one-wave": (Problem(512, 512, 512), dict(block_m=64, block_n=64, **c1)),
-        "swap-128x16-persistent": (Problem(16, 28672, 4096), dict(block_n=16, **swap)),
-        "swap-64x64-bf16": (Problem(64, 4096, 4096, "bf16"), dict(block_m=64, block_n=64, **swap)),
-        "swap-128x32": (Problem(32, 8192, 4096), dict(block_n=32, **swap)),
-        "swap-128x16-split4": (Problem(1, 4096, 4096), dict(block_n=16, split_k=4, **swap)),
-        "split4-128x128": (Problem(128, 4096, 14336), dict(block_n=128, split_k=4, **c1)),
+        "128x128-c1-persistent": (Problem(4096, 4096, 1024), dict(tile_n=128, **c1)),
+        "128x64-c1": (Problem(1024, 1024, 1024), dict(tile_n=64, **c1)),
+        "128x32-c1": (Problem(4096, 32, 4096), dict(tile_n=32, **c1)),
+        "128x16-c1": (Problem(4096, 1, 4096), dict(tile_n=16, **c1)),
+        "64x256-c1-persistent": (Problem(8192, 8192, 1024), dict(tile_m=64, **c1)),
+        "64x128-c1": (Problem(512, 1024, 512), dict(tile_m=64, tile_n=128, **c1)),
+        "64x64-c1-one-wave": (Problem(512, 512, 512), dict(tile_m=64, tile_n=64, **c1)),
+        "swap-128x16-persistent": (Problem(16, 28672, 4096), dict(tile_n=16, **swap)),
+        "swap-64x64-bf16": (Problem(64, 4096, 4096, "bf16"), dict(tile_m=64, tile_n=64, **swap)),
+        "swap-128x32": (Problem(32, 8192, 4096), dict(tile_n=32, **swap)),
+        "swap-128x16-split4": (Problem(1, 4096, 4096), dict(tile_n=16, split_k=4, **swap)),
+        "split4-128x128": (Problem(128, 4096, 14336), dict(tile_n=128, split_k=4, **c1)),
         "split8-64x64-bf16": (
             Problem(256, 256, 8192, "bf16"),
-            dict(block_m=64, block_n=64, split_k=8, **c1),
+            dict(tile_m=64, tile_n=64, split_k=8, **c1),
+        ),
+        # stream-K: a wave and a tail (140 tiles), a single partial wave (84 cluster tiles of
+        # 66 programs... 42), and whole waves only (no tail: the segments never run)
+        "sk-64x256-c1": (Problem(300, 7168, 16384), dict(tile_m=64, stream_k=True, **c1)),
+        "sk-128x256-c2": (Problem(300, 7168, 16384), dict(stream_k=True)),
+        "sk-128x256-c1-bf16": (Problem(3000, 5000, 1000, "bf16"), dict(stream_k=True, **c1)),
+        "sk-128x128-c2": (Problem(1000, 4096, 4096), dict(tile_n=128, stream_k=True)),
+        "sk-128x128-c1": (Problem(8448, 8192, 512), dict(tile_n=128, stream_k=True, **c1)),
+        "sk-64x128-c1": (
+            Problem(777, 1024, 4096),
+            dict(tile_m=64, tile_n=128, stream_k=True, **c1),
         ),
     }
     return [pytest.param(p, o, id=name) for name, (p, o) in shapes.items()]
@@ -195,7 +206,7 @@ def test_r8_code_paths(problem, knobs):
     art = kernel.codegen(problem, "sm_90a", config)
     ptx = art.ptx
     assert art.cubin and re.search(r"\.target sm_90a", ptx)
-    assert re.search(rf"wgmma\.mma_async\.sync\.aligned\.m64n{config.block_n}k16\.f32", ptx)
+    assert re.search(rf"wgmma\.mma_async\.sync\.aligned\.m64n{config.tile_n}k16\.f32", ptx)
     assert len(set(re.findall(r"wgmma\.mma_async\.sync\.aligned\.(m\d+n\d+k\d+)", ptx))) == 1
     assert re.search(r"cp\.async\.bulk\.tensor\.2d\.global\.shared::cta", ptx)  # TMA store
     assert re.search(r"setmaxnreg\.dec\.sync\.aligned\.u32\s+40;", ptx)
@@ -204,7 +215,7 @@ def test_r8_code_paths(problem, knobs):
     assert bool(re.search(r"\.reqnctapercluster 2", ptx)) == two
     assert bool(re.search(r"mbarrier\.arrive\.shared::cluster", ptx)) == two
     assert bool(re.search(r"setmaxnreg\.\w+\.sync\.aligned\.u32\s+232;", ptx)) == (
-        config.block_m == 128
+        config.tile_m == 128
     )
     # (an fp32 split-K partial has no 16-bit stmatrix: plain shared stores transpose it)
     transposed = config.swap_ab and config.split_k == 1
@@ -212,6 +223,13 @@ def test_r8_code_paths(problem, knobs):
     assert not re.search(r"\b(atom|red)\.", ptx)
     assert art.spill_bytes == 0, f"{config.name}: spills {art.spill_bytes} (None: no ptxas log)"
     assert art.shared_bytes is not None and art.shared_bytes <= 227 * 1024
+    # only a stream-K segment stores from registers: its fp32 partial, 32 bits a store
+    assert bool(re.search(r"st\.global", ptx)) == config.stream_k
+    if config.stream_k:
+        assert any("streamk_reduce_kernel" in n for n in art.notes)
+        red = kernel.reduce_codegen(problem, "sm_90a", config)
+        assert red.cubin and re.search(r"ld\.global", red.ptx) and re.search(r"st\.global", red.ptx)
+        assert not re.search(r"\b(atom|red)\.", red.ptx)  # a fixed-order sum, not atomics
     if config.split_k > 1:
         assert any("splitk_reduce_kernel" in n for n in art.notes)
         red = kernel.reduce_codegen(problem, "sm_90a", config)
@@ -250,7 +268,7 @@ def test_r8_persistence_is_a_distinct_compile():
 def _all_problems():
     from harness.problems import SUITES, expand
 
-    problems = expand(list(SUITES), ("fp16", "bf16"))
+    problems = expand([*SUITES, "random:3"], ("fp16", "bf16"))
     rng = random.Random(8)
     for _ in range(300):
         m = rng.choice([1, 2, 7, 16, 33, 64, 65, 100, 128, 255, 1000, 4097, rng.randint(1, 9000)])
@@ -261,10 +279,11 @@ def _all_problems():
 
 
 def test_r8_select_valid_for_every_problem():
-    """The heuristic never refuses: every suite's problem and random shapes (any M, N >= 1,
-    K % 8 == 0) get a menu config that is valid, whose ring fits shared memory with >= 2
-    stages, whose K splits are never empty and keep >= 512 of K, and whose plan launches at
-    least one program and no more than one per tile."""
+    """The heuristic never refuses: every suite's problem, a held-out random suite and random
+    shapes (any M, N >= 1, K % 8 == 0) get a menu config that is valid, whose ring fits shared
+    memory with >= 2 stages, whose K splits are never empty and keep >= 512 of K, which swaps
+    A and B only when M <= 64 < N and always when M <= 16, and whose plan launches at least
+    one program and no more than one per SM (cluster) or per work unit."""
     r8 = _r8()
     kernel = r8.KERNEL
     for problem in _all_problems():
@@ -274,7 +293,7 @@ def test_r8_select_valid_for_every_problem():
         plan = r8.plan(problem, 132, config)
         stages = plan.constexprs["NUM_STAGES"]
         out_bytes = 4 if config.split_k > 1 else 2
-        ring = stages * (config.block_m + config.block_n) * r8.BLOCK_K * 2
+        ring = stages * (config.tile_m + config.tile_n) * r8.BLOCK_K * 2
         assert stages >= 2 and ring + config.epilogue_bytes(out_bytes) <= r8.SMEM_BUDGET
         k_tiles = -(-problem.k // r8.BLOCK_K)
         ranges = [
@@ -283,11 +302,16 @@ def test_r8_select_valid_for_every_problem():
         ]
         assert all(hi > lo for lo, hi in ranges) and ranges[-1][1] == k_tiles
         if config.split_k > 1:
-            assert problem.k // config.split_k >= HOPPER.min_k_per_split
-            assert r8._ctas(problem, config) <= HOPPER.num_sms  # one wave, one tile per CTA
+            assert k_tiles * r8.BLOCK_K // config.split_k >= MIN_K_PER_SPLIT
             assert r8.slice_rows(problem, config) >= problem.m
-        assert 1 <= plan.grid[0] <= r8._ctas(problem, config) // config.cluster
-        assert config.swap_ab == (problem.m <= 64)
+        units = config.tiles(problem) * config.split_k
+        assert 1 <= plan.grid[0] <= max(units, 132 // config.cluster)
+        if config.stream_k:
+            assert plan.constexprs["PERSISTENT"] and plan.grid == (132 // config.cluster,)
+        if config.swap_ab:
+            assert problem.m <= 64 < problem.n
+        elif problem.m <= 16 < 64 < problem.n:
+            raise AssertionError(f"{problem.key}: M <= 16 must swap A and B, got {config.name}")
     # the tune ranking: every valid config once, the heuristic's among them, no invalid one
     for problem in (Problem(1, 4096, 14336), Problem(128, 10240, 8192), Problem(1000, 1003, 520)):
         ranked = r8._ranked(problem)
@@ -302,7 +326,7 @@ def test_r8_menu_fits_shared_memory():
         for out_bytes in (2, 4):
             if out_bytes == 4 and config.split_k == 1:
                 continue
-            stage = (config.block_m + config.block_n) * r8.BLOCK_K * 2
+            stage = (config.tile_m + config.tile_n) * r8.BLOCK_K * 2
             epilogue = config.epilogue_bytes(out_bytes)
             assert config.stages(out_bytes) >= 2, config.name
             assert config.stages(out_bytes) * stage + epilogue <= r8.SMEM_BUDGET, config.name
@@ -311,10 +335,10 @@ def test_r8_menu_fits_shared_memory():
 
 def test_r8_select_on_the_sweep():
     """What each ``sweep`` shape gets: decode shapes swap A and B with a 16-wide tile and
-    split K only where few tiles stream a long K; prefill shapes get rung 7's configuration;
-    and no choice leaves more than 55 % of the SMs idle (decode is bound by streaming the
-    weights from DRAM, which 64 CTAs already do at full speed: measured at 1x4096x4096, 64
-    unsplit 64x16 tiles beat 128 CTAs of split-K by 4 %)."""
+    split K only where few tiles stream a long K; prefill shapes get rung 7's tile and cluster
+    (stream-K where the last wave is partial); and no choice leaves more than 55 % of the SMs
+    idle (decode is bound by streaming the weights from DRAM, which 64 CTAs already do at full
+    speed: 64 unsplit 64x16 tiles beat 128 CTAs of split-K at 1x4096x4096)."""
     r8 = _r8()
     from harness.problems import expand
 
@@ -322,23 +346,20 @@ def test_r8_select_on_the_sweep():
     chosen = {p: r8.KERNEL.select(p) for p in sweep}
     for p, c in chosen.items():
         if p.m <= 16:
-            assert c.swap_ab and c.block_n == 16 and c.cluster == 1, (p.key, c.name)
+            assert c.swap_ab and c.tile_n == 16 and c.cluster == 1, (p.key, c.name)
         else:
             assert not c.swap_ab, (p.key, c.name)
         if p.m == 8192:
-            assert c == r8.RUNG7, (p.key, c.name)
-        ctas = r8._ctas(p, c)
+            assert (c.tile_m, c.tile_n, c.cluster, c.split_k) == (128, 256, 2, 1), (p.key, c.name)
+        ctas = c.ctas(p)
         assert ctas > HOPPER.num_sms or ctas >= HOPPER.num_sms * 0.45 or p.m * p.n <= 512 * 512, (
             p.key,
             c.name,
         )
-    assert chosen[Problem(8192, 8192, 8192)] == r8.RUNG7
     assert chosen[Problem(1, 4096, 4096)].split_k == 1  # 64 tiles stream the weights
     assert chosen[Problem(1, 4096, 14336)].split_k > 1  # 32 tiles of 128 rows, K = 14336
     assert chosen[Problem(16, 4096, 14336)].split_k > 1
-    assert r8._ctas(Problem(128, 4096, 14336), chosen[Problem(128, 4096, 14336)]) >= 128
+    assert chosen[Problem(128, 4096, 14336)].ctas(Problem(128, 4096, 14336)) >= 128
     assert chosen[Problem(1, 57344, 8192)].split_k == 1  # 448 tiles: no need to split
-    assert chosen[Problem(2048, 2048, 2048)] == r8.RUNG7
-    assert chosen[Problem(1024, 1024, 1024)].block_m * chosen[Problem(1024, 1024, 1024)].block_n < (
-        r8.RUNG7.block_m * r8.RUNG7.block_n
-    )
+    small = chosen[Problem(1024, 1024, 1024)]
+    assert small.tile_m * small.tile_n < r8.RUNG7.tile_m * r8.RUNG7.tile_n

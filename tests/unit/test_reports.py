@@ -25,6 +25,7 @@ import pytest
 pytest.importorskip("matplotlib")
 
 from harness.gemm import Problem
+from harness.problems import suite_shapes
 from harness.protocol import Rung
 from harness.records import BenchRecord, Stats, Status
 from harness.results import ResultsWriter, load
@@ -409,7 +410,7 @@ def test_shape_sweep_section_and_figure(tmp_path: Path) -> None:
     )
     assert "- r8 below r7 at 0 of the 4 shapes timed with both" in md
     # unknown backends sort by name: delta's panel comes first
-    delta, gamma = (md.split(f"**{b}** (fp16;")[1] for b in ("delta", "gamma"))
+    delta, gamma = (md.split(f"**{b}** (`sweep`, fp16;")[1] for b in ("delta", "gamma"))
     delta, gamma = delta.split("**gamma**")[0], gamma.split("Each %")[0]
     assert (
         "| shape | cuBLAS TFLOPS | r7 multi_consumer (% cuBLAS) | r8 shape_adaptive (% cuBLAS) "
@@ -428,7 +429,7 @@ def test_shape_sweep_section_and_figure(tmp_path: Path) -> None:
 
     fig = figure_sweep(ds)
     axes = [ax for ax in fig.axes if ax.get_title()]
-    assert [ax.get_title() for ax in axes] == ["delta, fp16", "gamma, fp16"]
+    assert [ax.get_title() for ax in axes] == ["delta, fp16 (sweep)", "gamma, fp16 (sweep)"]
     ax = axes[1]
     ticks = [t.get_text() for t in ax.get_xticklabels()]
     assert ticks == order[1:]
@@ -445,6 +446,28 @@ def test_shape_sweep_section_and_figure(tmp_path: Path) -> None:
     assert tmp_path / "out" / "sweep.png" in out
     assert (tmp_path / "out" / "sweep.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "## Shape sweep" in (tmp_path / "out" / "report.md").read_text()
+
+
+def test_held_out_suites_get_their_own_panels(tmp_path: Path) -> None:
+    """A run of a held-out random suite adds a panel (and a table) per backend after the
+    sweep's, over that suite's shapes only; a tuning seed's suite adds none."""
+    held = "random:9:3"
+    shapes = suite_shapes(held)
+    w = ResultsWriter(
+        tmp_path / "held.json", "bench", {"gpu": "x", "run": {"suites": [held, "random:101:2"]}}
+    )
+    for i, (m, n, k) in enumerate(shapes):
+        p = Problem(m, n, k)
+        w.add(_rec("cublas", 0, p, 0.1))
+        w.add(_rec("gamma", 8, p, 0.1 * 100 / (90 + i), config="t", selected=True))
+    w.finish()
+    ds = load_dataset([tmp_path / "held.json"])
+    fig = figure_sweep(ds)
+    titles = [ax.get_title() for ax in fig.axes if ax.get_title()]
+    assert titles == [f"gamma, fp16 (held out: {held})"]
+    md = "\n".join(sweep_lines(ds))
+    assert f"**gamma** (held out, `{held}`, fp16;" in md
+    assert "geomean 91.0 % of cuBLAS, worst 90.0 %" in md
 
 
 def test_shape_sweep_without_sweep_data_renders_an_empty_panel(tmp_path: Path) -> None:

@@ -1,69 +1,209 @@
-"""The rung-8 cost model (harness.tile_cost) that the CuTeDSL and Gluon heuristics share."""
+"""Rung 8's shared pieces (harness.tile_cost): the config vocabulary, the stream-K schedule the
+kernels implement, the cost model every rung-8 heuristic ranks by, and its fit."""
 
 from __future__ import annotations
 
+import itertools
+import math
+
 import pytest
 
-from harness.gemm import Problem
-from harness.tile_cost import HOPPER, TileCostModel
+from harness.gemm import Problem, cdiv
+from harness.tile_cost import (
+    HOPPER,
+    GemmConfig,
+    Sample,
+    StreamK,
+    TileCostModel,
+    cheapest,
+    cross_validate,
+    evaluate,
+    fit,
+    heuristic_allows,
+    ranked,
+    swap_cover,
+)
 
 
 def _s(model: TileCostModel = HOPPER, m=8192, n=8192, k=4096, **kw) -> float:
-    args = {"swap_ab": False, "block_k": 64, "tile": (128, 256), "cluster": 1, "split_k": 1}
-    return model.seconds(Problem(m, n, k), **{**args, **kw})
+    config = GemmConfig(**{"tile_m": 128, "tile_n": 256, "cluster": 1, **kw})
+    return model.seconds(Problem(m, n, k), config)
 
 
-def test_ctas_pad_tile_rows_to_whole_clusters_and_follow_swap_ab() -> None:
-    def ctas(m: int, n: int, swap_ab: bool = False, **kw) -> int:
-        return HOPPER.ctas(Problem(m, n, 64), swap_ab=swap_ab, **kw)
-
-    assert ctas(8192, 8192, tile=(128, 256), cluster=2, split_k=1) == 64 * 32
-    assert ctas(129, 16, tile=(128, 16), cluster=2, split_k=3) == 2 * 1 * 3
-    assert ctas(100, 300, tile=(64, 128), cluster=1, split_k=1) == 2 * 3
-    # swapped, N runs along the tile rows: 16 x 129 -> 129 rows of N, 16 columns of M
-    assert ctas(16, 129, swap_ab=True, tile=(128, 16), cluster=2, split_k=3) == 2 * 1 * 3
+# -- the vocabulary ---------------------------------------------------------------------------
+def test_config_names_the_shared_knobs_in_one_order() -> None:
+    c = GemmConfig(64, 128, 1, stream_k=True)
+    assert c.name == (
+        "tile_m=64,tile_n=128,cluster=1,swap_ab=0,split_k=1,stream_k=1,raster=m,group=8"
+    )
+    assert c.with_overrides("cluster=2,stream_k=0") == GemmConfig(64, 128, 2)
 
 
-def test_compute_bound_time_counts_whole_waves_and_k_steps() -> None:
-    mma_only = TileCostModel(overlap_loss=0.0)  # the MMA term alone, the others fully hidden
-    one = _s(mma_only)  # 8192^2 / (128 x 256) = 2048 CTAs: 16 waves of 132 (the last not full)
+def test_tiles_pad_rows_to_whole_clusters_and_follow_swap_ab() -> None:
+    assert GemmConfig(128, 256, 2).tiles(Problem(8192, 8192, 64)) == 32 * 32
+    assert GemmConfig(128, 16, 2, split_k=3).ctas(Problem(129, 16, 64)) == 2 * 1 * 3
+    assert GemmConfig(64, 128, 1).tiles(Problem(100, 300, 64)) == 2 * 3
+    # swapped, N runs along the tile rows: 129 rows of N in one 256-row cluster tile
+    assert GemmConfig(128, 16, 2, swap_ab=True).tiles(Problem(16, 129, 64)) == 1
+
+
+# -- the stream-K schedule ---------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "tiles,k_tiles,programs",
+    list(itertools.product([1, 5, 84, 131, 132, 133, 140, 265], [1, 2, 7, 64, 256], [1, 66, 132])),
+)
+def test_stream_k_covers_every_k_iteration_once(tiles: int, k_tiles: int, programs: int) -> None:
+    """The work units of every program cover each (tile, k-tile) exactly once; whole waves are
+    whole tiles written to D; each tail tile's contributors are exactly the units whose
+    partials landed in it; no program does more than a tile's share of the tail."""
+    sk = StreamK(tiles, k_tiles, programs)
+    covered: dict[tuple[int, int], int] = {}
+    per_program = [0] * programs
+    for u in range(sk.units):
+        tile, lo, hi, slot = sk.unit(u)
+        assert 0 <= lo <= hi <= k_tiles
+        if u < sk.dp_tiles:
+            assert (lo, hi, slot) == (0, k_tiles, -1)
+        per_program[u % programs] += hi - lo
+        for k in range(lo, hi):
+            assert (tile, k) not in covered, (u, tile, k)
+            covered[(tile, k)] = slot
+    assert len(covered) == tiles * k_tiles
+    for r in range(sk.sk_tiles):
+        written = {s for (t, _), s in covered.items() if t == sk.dp_tiles + r}
+        assert sorted(s for _, s in sk.contributors(r)) == sorted(written)
+        assert all(s % programs == p for p, s in sk.contributors(r))
+    assert max(per_program) == sk.max_iters()
+    tail = cdiv(sk.sk_iters, programs) if sk.sk_tiles else 0
+    assert sk.max_iters() == (tiles // programs) * k_tiles + tail
+
+
+def test_stream_k_spreads_a_partial_wave_evenly() -> None:
+    # 300 x 7168 in 64x256 tiles: 5 x 28 = 140 tiles on 132 SMs, K = 16384 (256 k-tiles).
+    sk = StreamK(140, 256, 132)
+    assert (sk.dp_tiles, sk.sk_tiles) == (132, 8)
+    assert sk.max_iters() == 256 + cdiv(8 * 256, 132)  # one wave + 16 of the 2048 tail steps
+    assert StreamK(264, 64, 132).units == 264  # whole waves: no tail, no segments
+
+
+# -- the cost model ------------------------------------------------------------------------------
+def test_compute_bound_time_counts_the_busiest_programs_k_steps() -> None:
+    mma_only = TileCostModel(overlap_loss=0.0, launch_s=0.0, unit_s=0.0)
+    one = _s(mma_only)  # 8192^2 / (128 x 256) = 2048 tiles: 16 waves of 132 (the last not full)
     assert _s(mma_only, k=8192) == pytest.approx(2 * one)
-    assert _s(mma_only, m=8192 + 2 * 128) == pytest.approx(one)  # 2112 CTAs: still 16 waves
-    assert _s(mma_only, m=8192 + 3 * 128) == pytest.approx(one * 17 / 16)  # 2144: a 17th wave
-    ideal = 16 * 2 * 128 * 256 * 4096 / (HOPPER.peak_flops / HOPPER.num_sms)
+    assert _s(mma_only, m=8192 + 2 * 128) == pytest.approx(one)  # 2112 tiles: still 16 waves
+    assert _s(mma_only, m=8192 + 3 * 128) == pytest.approx(one * 17 / 16)  # a 17th wave
+    ideal = 16 * 64 * 2 * 128 * 256 * 64 / (HOPPER.peak_flops / HOPPER.num_sms)
     assert one == pytest.approx(ideal / HOPPER.efficiency[(128, 256)])
-    # the pipeline hides most, not all, of the DRAM and streaming terms
-    assert one < _s() < 1.1 * one
+
+
+def test_stream_k_pays_for_a_tail_and_costs_nothing_without_one() -> None:
+    m, n, k = 300, 7168, 16384  # 64x256 tiles: 140, one wave and 8 tiles
+    dp = _s(m=m, n=n, k=k, tile_m=64)
+    sk = _s(m=m, n=n, k=k, tile_m=64, stream_k=True)
+    assert sk < 0.7 * dp  # 272 k-steps for 512, plus the partials and the reduce
+    assert HOPPER.predicted_waves(Problem(m, n, k), GemmConfig(64, 256, 1)) == 2.0
+    waves = HOPPER.predicted_waves(Problem(m, n, k), GemmConfig(64, 256, 1, stream_k=True))
+    assert waves == pytest.approx(1 + 16 / 256)
+    # 8192^2 in 128x256 cluster-2 tiles: 1024 cluster tiles = 15 waves + 34 tiles of 66
+    whole = Problem(8448, 8192, 4096)  # 33 x 32 = 1056 = 16 x 66 cluster tiles: no tail
+    assert HOPPER.seconds(whole, GemmConfig(stream_k=True)) == HOPPER.seconds(whole, GemmConfig())
 
 
 def test_cluster_split_and_tile_size_move_the_estimate_the_right_way() -> None:
-    assert _s(cluster=2) < _s()
-    assert _s(tile=(128, 256)) < _s(tile=(64, 128))
-    # a split halves the k-steps but pays the reduce and the fp32 workspace round trip
-    m, n, k = 128, 4096, 16384
-    unsplit = _s(m=m, n=n, k=k, tile=(128, 128))
-    split = _s(m=m, n=n, k=k, tile=(128, 128), split_k=4)
-    assert split < unsplit  # 32 tiles on 132 SMs: four splits fill the GPU
+    assert _s(tile_n=256) < _s(tile_m=64, tile_n=128)
+    m, n, k = 128, 4096, 16384  # 32 tiles of 128x128 on 132 SMs
+    unsplit = _s(m=m, n=n, k=k, tile_n=128)
+    split = _s(m=m, n=n, k=k, tile_n=128, split_k=4)
+    assert split < unsplit
     ws = 4 * m * n * 4
     assert split >= HOPPER.reduce_launch_s + 2 * ws / HOPPER.hbm_bytes_per_s
 
 
 def test_decode_is_bound_by_streaming_the_weights() -> None:
-    # M = 1: swap-AB puts N on the tile rows; every CTA streams its own rows of B from DRAM
-    kw = {"m": 1, "n": 8192, "k": 8192, "swap_ab": True, "tile": (64, 16)}
+    kw = {"m": 1, "n": 8192, "k": 8192, "swap_ab": True, "tile_m": 64, "tile_n": 16}
     t = _s(**kw)
-    weights = 8192 * 8192 * 2
-    assert t >= weights / HOPPER.hbm_bytes_per_s
-    # half the CTAs (128-row tiles) stream twice the cold bytes each, at the same DRAM bound
-    assert _s(**{**kw, "tile": (128, 16)}) >= t
-    # not swapping wastes 63 of 64 tile rows for no gain (the bound is the same weights)
-    assert _s(**{**kw, "swap_ab": False, "tile": (64, 64)}) >= t
-    # a split adds the reduce to a time that streaming the weights already bounds
-    assert _s(**kw, split_k=2) > t
+    assert t >= 8192 * 8192 * 2 / HOPPER.hbm_bytes_per_s
+    assert _s(**{**kw, "swap_ab": False, "tile_n": 64}) >= t  # 63 of 64 tile rows wasted
+    assert _s(**kw, split_k=2) > t  # a split adds the reduce to a DRAM-bound time
 
 
-def test_split_pays_only_below_half_a_wave_within_one_wave_and_with_enough_k() -> None:
-    assert HOPPER.split_pays(32, 4, 1024)
-    assert not HOPPER.split_pays(67, 2, 4096)  # already over half a wave
-    assert not HOPPER.split_pays(60, 4, 4096)  # 240 CTAs: more than one wave
-    assert not HOPPER.split_pays(32, 4, 256)  # too little K per split
+# -- choosing ------------------------------------------------------------------------------
+_MENU = (
+    GemmConfig(),
+    GemmConfig(group=16),
+    GemmConfig(128, 128, 1),
+    GemmConfig(64, 256, 1),
+    GemmConfig(64, 256, 1, stream_k=True),
+    GemmConfig(128, 16, 1, swap_ab=True),
+    GemmConfig(128, 16, 1, swap_ab=True, split_k=4),
+    GemmConfig(128, 32, 1, swap_ab=True),
+    GemmConfig(128, 64, 1, split_k=8),
+)
+
+
+def _valid(problem: Problem, c: GemmConfig) -> str | None:
+    return "no swap at large M" if c.swap_ab and problem.m > 64 else None
+
+
+def test_ranked_orders_valid_configs_by_cost_with_variants_last() -> None:
+    p = Problem(300, 7168, 16384)
+    order = ranked(p, _MENU, _valid, variant=lambda p, c: c.group != 8)
+    assert sorted(c.name for c in order) == sorted(c.name for c in _MENU if not c.swap_ab)
+    assert order[-1].group == 16
+    costs = [HOPPER.seconds(p, c) for c in order[:-1]]
+    assert costs == sorted(costs)
+    assert order[0] == GemmConfig(64, 256, 1, stream_k=True)
+
+
+def test_heuristic_rules_and_the_cheapest_allowed() -> None:
+    assert swap_cover(Problem(1, 4096, 4096)) == 16
+    assert swap_cover(Problem(33, 4096, 4096)) == 64
+    assert swap_cover(Problem(65, 4096, 4096)) is None
+    assert swap_cover(Problem(16, 16, 4096)) is None  # N does not fill the wgmma rows either
+    decode = Problem(8, 4096, 14336)
+    assert not heuristic_allows(decode, GemmConfig(128, 32, 1, swap_ab=True))  # 16 covers M
+    assert not heuristic_allows(decode, GemmConfig(128, 128, 1))  # M = 8 must swap
+    assert heuristic_allows(decode, GemmConfig(128, 16, 1, swap_ab=True, split_k=4))
+    assert not heuristic_allows(Problem(8, 4096, 1024), GemmConfig(128, 16, 1, True, split_k=4))
+    assert not heuristic_allows(Problem(300, 4096, 4096), GemmConfig(raster="n"))
+    pick = cheapest(decode, _MENU, _valid, lambda c: heuristic_allows(decode, c))
+    assert pick == GemmConfig(128, 16, 1, swap_ab=True, split_k=4)  # 32 tiles, long K
+    with pytest.raises(ValueError, match="no allowed config"):
+        cheapest(decode, _MENU, _valid, lambda c: False)
+
+
+# -- fitting and cross-validation -----------------------------------------------------------------
+def _synthetic(truth: TileCostModel) -> list[Sample]:
+    problems = [Problem(m, n, k) for m in (1, 200, 1000, 8192) for n, k in ((4096, 4096),
+                (7168, 16384), (28672, 4096))]  # fmt: skip
+    configs = [c for c in _MENU if c.group == 8]
+    out = []
+    for p in problems:
+        for c in configs:
+            if _valid(p, c) is None:
+                out.append(Sample(p, c, truth.seconds(p, c)))
+    return out
+
+
+def test_fit_recovers_constants_that_generated_the_timings() -> None:
+    """Constants that trade off (a tile's efficiency against the cluster gain where only
+    cluster-2 timings of that tile exist) need not come back exactly; the times and the
+    choices they predict must."""
+    truth = HOPPER.with_params({"eff:128x256": 0.8, "hbm_bytes_per_s": 4.0e12, "unit_s": 1e-6})
+    data = _synthetic(truth)
+    before, _ = evaluate(HOPPER, data)
+    fitted = fit(data, rounds=8)
+    errors, regrets = evaluate(fitted, data)
+    assert max(before) > 0.15 and max(errors) < 0.03
+    assert max(r for _, r in regrets) < 0.01
+
+
+def test_cross_validation_never_tests_on_a_problem_it_fitted() -> None:
+    data = _synthetic(HOPPER.with_params({"eff:64x256": 0.6}))
+    report = cross_validate(data, folds=3, rounds=2)
+    assert report.problems == len({s.problem for s in data})
+    assert report.samples == len(data)
+    assert {p for p, _ in report.regrets} == {s.problem for s in data}  # each tested once
+    assert len(report.regrets) == report.problems
+    assert math.isfinite(report.median_abs_log_err) and report.worst_regret >= 0.0

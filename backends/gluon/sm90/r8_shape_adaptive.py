@@ -7,28 +7,40 @@ exactly rung 7's shape (128x256 per CTA, two consumer warpgroups, 2-CTA cluster,
 
 Changes from rung 7 (``multi_consumer``):
   * the kernel is a family: ``NUM_CONSUMERS`` 1 or 2 (a 64- or 128-row CTA tile of
-    ``wgmma m64nNk16``), ``BLOCK_N`` 16..256, ``CLUSTER`` 1 (no multicast, no pair barrier)
-    or 2 (rung 7's B multicast); the stage count is the most that fits the shared memory;
+    ``wgmma m64nNk16``), a tile width of 16..256 (powers of two: Triton's block shapes must
+    be), ``CLUSTER`` 1 (no multicast, no pair barrier) or 2 (rung 7's B multicast); the stage
+    count is the most that fits the shared memory;
   * ``swap_ab`` (small M): the kernel runs on (B, A), so N fills the 64-row wgmma side and M
-    the narrow ``BLOCK_N`` side; the epilogue permutes the accumulator in registers and stores
-    the transposed tile into shared memory, and one TMA store writes D (a [BLOCK_N, 64] box);
-  * ``split_k`` (few tiles, long K): tile ids run over (split, tile); split s reduces the
+    the narrow tile width; the epilogue permutes the accumulator in registers and stores
+    the transposed tile into shared memory, and one TMA store writes D (a [tile_n, 64] box);
+  * ``split_k`` (few tiles, long K): work units run over (split, tile); split s reduces the
     k-tiles ``[s*kt//S, (s+1)*kt//S)`` and TMA-stores fp32 partials into its own slice of a
     workspace allocated at compile time; ``splitk_reduce_kernel`` then sums the S slices in
     order and writes D once per element (deterministic; nothing is zeroed: every element the
     reduction reads was written by exactly one tile of its split);
-  * the grid is persistent (#SMs / CLUSTER programs striding over tiles) only when the tiles
-    exceed one wave; otherwise one program per tile and no tile loop (``PERSISTENT=False``).
+  * ``stream_k`` (a partial last wave): the programs (one per SM or cluster) take whole tiles
+    for the full waves, then share the tail tiles' k-iterations evenly
+    (``harness.tile_cost.StreamK``, the reference this kernel implements): a program's share
+    is under one tile, so it runs at most two *segments*; each stores its fp32 partial from
+    registers into its own workspace slot (no shared memory: the D epilogue's buffers stay
+    fp16-sized), an empty segment is skipped by both roles, and ``streamk_reduce_kernel``
+    adds each tail tile's partials in program order and writes D (deterministic);
+  * the grid is persistent (#SMs / CLUSTER programs striding over work units) when the tiles
+    exceed one wave or with stream-K; otherwise one program per tile and no tile loop
+    (``PERSISTENT=False``).
 
-Config knobs (``R8Config``; the menu is curated, ``MENU`` below): ``block_m`` (64 | 128 rows
-per CTA = 1 | 2 consumer warpgroups), ``block_n``, ``cluster``, ``swap_ab``, ``split_k``,
-``group`` (L2 group of the tile order). Derived per problem, not knobs: the stage count (from
-the tile family) and persistence (from the problem's tile count).
+Config knobs: ``R8Config`` is ``harness.tile_cost.GemmConfig``, the vocabulary every rung 8
+shares — ``tile_m`` (64 | 128 rows per CTA = 1 | 2 consumer warpgroups), ``tile_n``,
+``cluster``, ``swap_ab``, ``split_k``, ``stream_k``, ``raster`` (always "m" here: the tile
+order walks M within a group), ``group``. The menu is curated (``MENU`` below); the heuristic
+is the shared cost model's cheapest allowed entry. Derived per problem, not knobs: the stage
+count (from the tile family) and persistence (from the problem's tile count).
 
 Shared memory per CTA (2-byte operands, BLOCK_K = 64; budget 224 KiB + barriers < 227 KiB):
-  stage = (block_m + block_n) x 64 x 2;  epilogue = block_m x block_n x (2, or 4 for split-K),
+  stage = (tile_m + tile_n) x 64 x 2;  epilogue = tile_m x tile_n x (2, or 4 for split-K),
   except the one-CTA 256-wide tiles, which leave in 64-column boxes through two buffers per
-  consumer (block_m x 64 x 2 x 2: one more ring stage than a whole-tile buffer allows);
+  consumer (tile_m x 64 x 2 x 2: one more ring stage than a whole-tile buffer allows); a
+  stream-K config has its unsplit tile's ring (the partials bypass shared memory);
   stages = min(8, or 12 swapped, (224 KiB - epilogue) // stage):
 
   | tile (rows x cols) | stage | epilogue fp16 / fp32 | stages fp16 / fp32 |
@@ -73,6 +85,7 @@ from triton.experimental.gluon.language.nvidia.hopper import (
 
 from backends.gluon import spec
 from backends.gluon._host import (
+    DEFAULT_NUM_SMS,
     Artifacts,
     Desc,
     GluonKernel,
@@ -84,7 +97,7 @@ from backends.gluon._host import (
 from backends.gluon._pipeline import Counter
 from backends.gluon._schedule import grouped_tile
 from harness.protocol import ConfigSpace, KernelConfig, LaunchFn, Problem, cdiv, tma_launch
-from harness.tile_cost import HOPPER
+from harness.tile_cost import GemmConfig, StreamK, cheapest, heuristic_allows, ranked
 
 # -- constants --------------------------------------------------------------------------------
 SUB_M = 64  # rows of one consumer warpgroup per CTA (wgmma m64)
@@ -93,14 +106,14 @@ EPI_N = 64  # columns per epilogue box of the 256-wide tiles (a 128-byte-swizzle
 SMEM_BUDGET = 224 * 1024  # buffers; barriers and the compiler's few bytes fit in 227 KiB
 MAX_STAGES = 8
 #: Swapped (decode) tiles stream their weight rows from DRAM, once: the bytes a ring keeps in
-#: flight set how fast one SM pulls them. At 1x4096x4096 (64x16, unsplit) 8 stages ran 16.1 us
-#: where the CuTeDSL rung 8's 12 ran 14.4 us on the same H200.
+#: flight set how fast one SM pulls them (the README has the measurement).
 MAX_STAGES_SWAP = 12
 PRODUCER_WARPS = 1
 PRODUCER_REGS = 40  # setmaxnreg.dec for the TMA warp
 CONSUMER_REGS = 232  # setmaxnreg.inc for the second consumer warpgroup
 MAX_WORKSPACE_BYTES = 256 << 20  # fp32 partials; the heuristic's splits need < 10 MiB
 REDUCE_BLOCK_N = 512  # the split-K reduction: 4 warps x 32 lanes x 4 columns per row
+SK_REDUCE_BLOCK_M, SK_REDUCE_BLOCK_N = 32, 64  # the stream-K reduction's block of a tile
 
 
 @gluon.aggregate
@@ -113,6 +126,7 @@ class Smem:
     a_bufs: gl.shared_memory_descriptor
     b_bufs: gl.shared_memory_descriptor
     c_smem: gl.shared_memory_descriptor
+    w_ptr: gl.tensor
     ab_full: gl.shared_memory_descriptor
     ab_empty: gl.shared_memory_descriptor
     b_empty: gl.shared_memory_descriptor
@@ -125,6 +139,7 @@ class Smem:
     NUM_CONSUMERS: gl.constexpr
     CLUSTER: gl.constexpr
     SPLIT_K: gl.constexpr
+    STREAM_K: gl.constexpr
     SWAP_AB: gl.constexpr
     PERSISTENT: gl.constexpr
 
@@ -137,6 +152,7 @@ class Smem:
         a_bufs,
         b_bufs,
         c_smem,
+        w_ptr,
         ab_full,
         ab_empty,
         b_empty,
@@ -149,6 +165,7 @@ class Smem:
         NUM_CONSUMERS,
         CLUSTER,
         SPLIT_K,
+        STREAM_K,
         SWAP_AB,
         PERSISTENT,
     ):
@@ -158,6 +175,7 @@ class Smem:
         self.a_bufs = a_bufs
         self.b_bufs = b_bufs
         self.c_smem = c_smem
+        self.w_ptr = w_ptr
         self.ab_full = ab_full
         self.ab_empty = ab_empty
         self.b_empty = b_empty
@@ -170,50 +188,85 @@ class Smem:
         self.NUM_CONSUMERS = gl.constexpr(NUM_CONSUMERS)
         self.CLUSTER = gl.constexpr(CLUSTER)
         self.SPLIT_K = gl.constexpr(SPLIT_K)
+        self.STREAM_K = gl.constexpr(STREAM_K)
         self.SWAP_AB = gl.constexpr(SWAP_AB)
         self.PERSISTENT = gl.constexpr(PERSISTENT)
 
 
-# -- the tile schedule: (split, tile) ids, L2-grouped within a split ---------------------------
+# -- the schedule: work units -> (tile, K range, where the result goes) -----------------------
 @gluon.jit
-def _num_tiles(s: Smem):
+def _num_units(s: Smem):
+    """Work units the persistent programs stride over: tiles x K splits, or with stream-K the
+    data-parallel tiles plus two tail segments per program (``harness.tile_cost.StreamK``)."""
     TILE_M: gl.constexpr = s.a_desc.block_shape[0] * s.NUM_CONSUMERS  # the cluster tile
     TILE_N: gl.constexpr = s.b_desc.block_shape[0]
-    return gl.cdiv(s.M, TILE_M) * gl.cdiv(s.N, TILE_N) * s.SPLIT_K
+    tiles = gl.cdiv(s.M, TILE_M) * gl.cdiv(s.N, TILE_N)
+    if s.STREAM_K:
+        programs = gl.num_programs(0)
+        dp_tiles = (tiles // programs) * programs
+        units = dp_tiles + gl.where(tiles > dp_tiles, 2 * programs, 0)
+    else:
+        units = tiles * s.SPLIT_K
+    return units
 
 
 @gluon.jit
-def _tile(s: Smem, tile_id):
-    """(off_m, off_n, first k-tile, end k-tile, split) of ``tile_id``, in the kernel's view."""
+def _unit(s: Smem, unit):
+    """(off_m, off_n, first k-tile, end k-tile, split, slot) of work unit ``unit`` in the
+    kernel's view. ``split`` picks split-K's workspace slice; ``slot`` >= 0 marks a stream-K
+    segment whose fp32 partial goes to workspace slot ``slot`` (-1: the whole tile, to D). An
+    empty segment has first == end: both roles then skip the unit."""
     TILE_M: gl.constexpr = s.a_desc.block_shape[0] * s.NUM_CONSUMERS
     TILE_N: gl.constexpr = s.b_desc.block_shape[0]
     TILE_K: gl.constexpr = s.a_desc.block_shape[1]
     num_tiles_m = gl.cdiv(s.M, TILE_M)
     num_tiles_n = gl.cdiv(s.N, TILE_N)
     k_tiles = gl.cdiv(s.K, TILE_K)
-    if s.SPLIT_K == 1:
-        split = 0
-        k_lo = 0
-        k_hi = k_tiles
-        tile_m, tile_n = grouped_tile(tile_id, num_tiles_m, num_tiles_n, s.GROUP_M)
-    else:
+    split = 0
+    slot = -1
+    tile = unit
+    k_lo = 0
+    k_hi = k_tiles
+    if s.STREAM_K:
+        programs = gl.num_programs(0)
+        tiles = num_tiles_m * num_tiles_n
+        dp_tiles = (tiles // programs) * programs
+        if unit >= dp_tiles:
+            # Program p covers tail iterations [p*I//P, (p+1)*I//P), less than one tile, so
+            # at most two segments: the rest of the tile it starts in, then the next one.
+            v = unit - dp_tiles
+            segment = v // programs
+            p = v - segment * programs
+            sk_iters = (tiles - dp_tiles) * k_tiles
+            lo = p * sk_iters // programs
+            hi = (p + 1) * sk_iters // programs
+            boundary = (lo // k_tiles + 1) * k_tiles
+            start = gl.where(segment == 0, lo, boundary)
+            end = gl.where(segment == 0, gl.minimum(hi, boundary), gl.maximum(hi, boundary))
+            t = gl.minimum(start // k_tiles, tiles - dp_tiles - 1)
+            tile = dp_tiles + t
+            k_lo = start - t * k_tiles
+            k_hi = k_lo + (end - start)
+            slot = v
+    elif s.SPLIT_K > 1:
         # Balanced ranges: split s gets k-tiles [s*kt//S, (s+1)*kt//S), never empty as long
         # as kt >= S (the config's validity rule), so every split writes its whole slice.
         tiles_mn = num_tiles_m * num_tiles_n
-        split = tile_id // tiles_mn
+        split = unit // tiles_mn
+        tile = unit % tiles_mn
         k_lo = split * k_tiles // s.SPLIT_K
         k_hi = (split + 1) * k_tiles // s.SPLIT_K
-        tile_m, tile_n = grouped_tile(tile_id % tiles_mn, num_tiles_m, num_tiles_n, s.GROUP_M)
-    return tile_m * TILE_M, tile_n * TILE_N, k_lo, k_hi, split
+    tile_m, tile_n = grouped_tile(tile, num_tiles_m, num_tiles_n, s.GROUP_M)
+    return tile_m * TILE_M, tile_n * TILE_N, k_lo, k_hi, split, slot
 
 
 # -- producer: one warp issuing TMA ----------------------------------------------------------
 @gluon.jit
-def _load_tile(s: Smem, tile_id, empty):
+def _load_tile(s: Smem, unit, empty):
     BOX_M: gl.constexpr = s.a_desc.block_shape[0]  # one consumer's cluster rows
     TILE_K: gl.constexpr = s.a_desc.block_shape[1]
-    off_m, off_n, k_lo, k_hi, _ = _tile(s, tile_id)
-    for kk in range(k_lo, k_hi):
+    off_m, off_n, k_lo, k_hi, _, _ = _unit(s, unit)
+    for kk in range(k_lo, k_hi):  # an empty stream-K segment loads nothing
         mbarrier.wait(s.ab_empty.index(empty.index), empty.phase)
         if s.CLUSTER == 2:
             mbarrier.wait(s.b_empty.index(empty.index), empty.phase)  # lead CTA only
@@ -244,15 +297,15 @@ def _producer(s: Smem):
     # phase complete, i.e. every stage starts free.
     empty = Counter.create(1, s.NUM_STAGES)
     if s.PERSISTENT:
-        for tile_id in range(gl.program_id(0), _num_tiles(s), gl.num_programs(0)):
-            empty = _load_tile(s, tile_id, empty)
+        for unit in range(gl.program_id(0), _num_units(s), gl.num_programs(0)):
+            empty = _load_tile(s, unit, empty)
     else:
         _load_tile(s, gl.program_id(0), empty)
 
 
 # -- consumers: one or two warpgroups issuing wgmma, each with its own epilogue ---------------
 @gluon.jit
-def _mma_tile(s: Smem, tile_id, C: gl.constexpr, full, release):
+def _mma_tile(s: Smem, unit, C: gl.constexpr, full, release):
     BOX_M: gl.constexpr = s.a_desc.block_shape[0]
     TILE_N: gl.constexpr = s.b_desc.block_shape[0]
     acc_layout: gl.constexpr = gl.NVMMADistributedLayout(
@@ -261,30 +314,57 @@ def _mma_tile(s: Smem, tile_id, C: gl.constexpr, full, release):
         instr_shape=[16, TILE_N, 16],
         cga_layout=s.a_desc.layout.cga_layout,
     )
-    off_m, off_n, k_lo, k_hi, split = _tile(s, tile_id)
-    acc = gl.zeros([BOX_M, TILE_N], gl.float32, acc_layout)
-    for kk in range(k_lo, k_hi):
-        mbarrier.wait(s.ab_full.index(full.index), full.phase)
-        a = s.a_bufs.index(s.NUM_CONSUMERS * full.index + C)
-        b = s.b_bufs.index(full.index).permute((1, 0))
-        acc = warpgroup_mma(a, b, acc, is_async=True)
-        # Keep one wgmma in flight: once only the newest is outstanding, the previous
-        # stage's operands are no longer read and can be handed back.
-        acc, a, b = warpgroup_mma_wait(num_outstanding=1, deps=(acc, a, b))
-        if kk > k_lo:
-            mbarrier.arrive(s.ab_empty.index(release.index))
-            if s.CLUSTER == 2:
-                mbarrier.arrive(s.b_empty.index(release.index))  # remote arrive on the lead
-            release = release.next()
-        full = full.next()
-    acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc,))
-    mbarrier.arrive(s.ab_empty.index(release.index))
-    if s.CLUSTER == 2:
-        mbarrier.arrive(s.b_empty.index(release.index))
-    release = release.next()
+    off_m, off_n, k_lo, k_hi, split, slot = _unit(s, unit)
+    if k_hi > k_lo:  # an empty stream-K segment: nothing arrived, nothing to release or store
+        acc = gl.zeros([BOX_M, TILE_N], gl.float32, acc_layout)
+        for kk in range(k_lo, k_hi):
+            mbarrier.wait(s.ab_full.index(full.index), full.phase)
+            a = s.a_bufs.index(s.NUM_CONSUMERS * full.index + C)
+            b = s.b_bufs.index(full.index).permute((1, 0))
+            acc = warpgroup_mma(a, b, acc, is_async=True)
+            # Keep one wgmma in flight: once only the newest is outstanding, the previous
+            # stage's operands are no longer read and can be handed back.
+            acc, a, b = warpgroup_mma_wait(num_outstanding=1, deps=(acc, a, b))
+            if kk > k_lo:
+                mbarrier.arrive(s.ab_empty.index(release.index))
+                if s.CLUSTER == 2:
+                    mbarrier.arrive(s.b_empty.index(release.index))  # remote arrive on the lead
+                release = release.next()
+            full = full.next()
+        acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc,))
+        mbarrier.arrive(s.ab_empty.index(release.index))
+        if s.CLUSTER == 2:
+            mbarrier.arrive(s.b_empty.index(release.index))
+        release = release.next()
+        if slot >= 0:
+            _store_partial(s, acc, slot, C)
+        else:
+            _store_tile(s, acc, off_m, off_n, split, C)
+    return full, release
 
-    # Epilogue: registers -> shared -> TMA store into D (or into split's fp32 slice of the
-    # workspace). The previous tile's store overlapped this main loop.
+
+@gluon.jit
+def _store_partial(s: Smem, acc, slot, C: gl.constexpr):
+    """A stream-K segment's fp32 partial, straight from registers into its workspace slot (a
+    whole cluster tile, row-major; no bounds: the slot is tile-sized). Only the tail's few
+    segments take this path, so the D epilogue's shared buffers stay fp16-sized."""
+    BOX_M: gl.constexpr = s.a_desc.block_shape[0]
+    TILE_N: gl.constexpr = s.b_desc.block_shape[0]
+    TILE_M: gl.constexpr = BOX_M * s.NUM_CONSUMERS
+    layout: gl.constexpr = acc.type.layout
+    rows = gl.arange(0, BOX_M, gl.SliceLayout(1, layout))
+    cols = gl.arange(0, TILE_N, gl.SliceLayout(0, layout))
+    base = (slot.to(gl.int64) * TILE_M + C * BOX_M) * TILE_N
+    offs = gl.expand_dims(rows, 1) * TILE_N + gl.expand_dims(cols, 0)
+    gl.store(s.w_ptr + base + offs, acc)
+
+
+@gluon.jit
+def _store_tile(s: Smem, acc, off_m, off_n, split, C: gl.constexpr):
+    """Epilogue: registers -> shared -> TMA store into D (or into split's fp32 slice of the
+    workspace). The previous tile's store overlapped this main loop."""
+    BOX_M: gl.constexpr = s.a_desc.block_shape[0]
+    TILE_N: gl.constexpr = s.b_desc.block_shape[0]
     EPI_N: gl.constexpr = s.c_desc.block_shape[1]
     row0 = split * s.split_rows  # 0 without split-K
     if s.SWAP_AB:
@@ -315,7 +395,6 @@ def _mma_tile(s: Smem, tile_id, C: gl.constexpr, full, release):
             c_smem.store(boxes[j // 2][j % 2])
             fence_async_shared()
             tma.async_store(s.c_desc, [row0 + off_m + C * BOX_M, off_n + j * EPI_N], c_smem)
-    return full, release
 
 
 @gluon.jit
@@ -332,8 +411,8 @@ def _consumer(s: Smem, C: gl.constexpr):
     full = Counter.create(0, s.NUM_STAGES)
     release = Counter.create(0, s.NUM_STAGES)
     if s.PERSISTENT:
-        for tile_id in range(gl.program_id(0), _num_tiles(s), gl.num_programs(0)):
-            full, release = _mma_tile(s, tile_id, C, full, release)
+        for unit in range(gl.program_id(0), _num_units(s), gl.num_programs(0)):
+            full, release = _mma_tile(s, unit, C, full, release)
     else:
         _mma_tile(s, gl.program_id(0), C, full, release)
     tma.store_wait(pendings=0)
@@ -344,6 +423,7 @@ def r8_shape_adaptive_kernel(
     a_desc,
     b_desc,
     c_desc,
+    w_ptr,
     M,
     N,
     K,
@@ -353,6 +433,7 @@ def r8_shape_adaptive_kernel(
     NUM_CONSUMERS: gl.constexpr,
     CLUSTER: gl.constexpr,
     SPLIT_K: gl.constexpr,
+    STREAM_K: gl.constexpr,
     SWAP_AB: gl.constexpr,
     PERSISTENT: gl.constexpr,
     PRODUCER_WARPS: gl.constexpr,
@@ -396,6 +477,7 @@ def r8_shape_adaptive_kernel(
         a_bufs,
         b_bufs,
         c_smem,
+        w_ptr,
         ab_full,
         ab_empty,
         b_empty,
@@ -408,6 +490,7 @@ def r8_shape_adaptive_kernel(
         NUM_CONSUMERS,
         CLUSTER,
         SPLIT_K,
+        STREAM_K,
         SWAP_AB,
         PERSISTENT,
     )
@@ -452,43 +535,83 @@ def splitk_reduce_kernel(
     gl.store(d_ptr + rows2 * N + cols2, acc.to(d_ptr.dtype.element_ty), mask=mask)
 
 
+# -- stream-K: the tail tiles' partials summed in program order --------------------------------
+@gluon.jit
+def streamk_reduce_kernel(
+    w_ptr,
+    d_ptr,
+    M,
+    N,
+    K,
+    programs,
+    TILE_M: gl.constexpr,
+    TILE_N: gl.constexpr,
+    TILE_K: gl.constexpr,
+    GROUP_M: gl.constexpr,
+    BLOCK_M: gl.constexpr,
+    BLOCK_N: gl.constexpr,
+):
+    """D of tail tile ``program_id(0)`` = the sum of its partials (``harness.tile_cost.
+    StreamK.contributors``: the programs whose share overlaps the tile, each partial in the
+    slot of the segment it wrote), added in program order so the result is deterministic.
+    ``programs`` is the GEMM's grid; D is contiguous (M, N) (stream-K needs N % 8 == 0)."""
+    layout: gl.constexpr = gl.BlockedLayout(
+        [1, BLOCK_N // 32], [1, 32], [gl.num_warps(), 1], [1, 0]
+    )
+    num_tiles_m = gl.cdiv(M, TILE_M)
+    num_tiles_n = gl.cdiv(N, TILE_N)
+    tiles = num_tiles_m * num_tiles_n
+    k_tiles = gl.cdiv(K, TILE_K)
+    dp_tiles = (tiles // programs) * programs
+    sk_iters = (tiles - dp_tiles) * k_tiles
+    r = gl.program_id(0)
+    tile_m, tile_n = grouped_tile(dp_tiles + r, num_tiles_m, num_tiles_n, GROUP_M)
+    rows = gl.program_id(1) * BLOCK_M + gl.arange(0, BLOCK_M, gl.SliceLayout(1, layout))
+    cols = gl.program_id(2) * BLOCK_N + gl.arange(0, BLOCK_N, gl.SliceLayout(0, layout))
+    in_tile = gl.expand_dims(rows, 1) * TILE_N + gl.expand_dims(cols, 0)
+    first_it = r * k_tiles
+    # The program covering iteration x is the last p with p * I // P <= x.
+    p_first = ((first_it + 1) * programs - 1) // sk_iters
+    p_last = ((first_it + k_tiles) * programs - 1) // sk_iters
+    acc = gl.zeros([BLOCK_M, BLOCK_N], gl.float32, layout)
+    for p in range(p_first, p_last + 1):
+        lo = p * sk_iters // programs
+        hi = (p + 1) * sk_iters // programs
+        if hi > lo:  # an empty program wrote no partial
+            slot = gl.where(lo >= first_it, p, programs + p)  # segment 0 or 1 of program p
+            acc += gl.load(w_ptr + slot.to(gl.int64) * (TILE_M * TILE_N) + in_tile)
+    d_rows = gl.expand_dims(tile_m * TILE_M + rows, 1).to(gl.int64)
+    d_cols = gl.expand_dims(tile_n * TILE_N + cols, 0)
+    mask = (d_rows < M) & (d_cols < N)
+    gl.store(d_ptr + d_rows * N + d_cols, acc.to(d_ptr.dtype.element_ty), mask=mask)
+
+
 # -- configs ------------------------------------------------------------------------------------
 @dataclass(frozen=True)
-class R8Config(KernelConfig):
-    """Rung 8's knobs. ``block_m`` x ``block_n`` is the CTA tile in the kernel's view (with
-    ``swap_ab`` its rows run along D's N and its columns along D's M); the cluster stacks
-    ``cluster`` CTAs along the kernel's rows and multicasts B."""
-
-    block_m: int = 128  # 64: one consumer warpgroup; 128: two
-    block_n: int = 256
-    cluster: int = 2
-    swap_ab: bool = False
-    split_k: int = 1
-    group: int = 8  # cluster-tile rows per L2 group
+class R8Config(GemmConfig):
+    """Rung 8's knobs: ``harness.tile_cost.GemmConfig``, the vocabulary every rung 8 shares
+    (Gluon's tile order walks M within an L2 group: ``raster`` is always "m" here)."""
 
     @property
     def num_consumers(self) -> int:
-        return self.block_m // SUB_M
+        return self.tile_m // SUB_M
 
     @property
     def epi_n(self) -> int:
         """Columns of one epilogue box: the whole tile, or ``EPI_N`` for the one-CTA 256-wide
-        tiles (four boxes through two buffers per consumer: one more ring stage). Those
-        stream all of B themselves, at M <= 1024 from DRAM, and gained with the 4th stage
-        (H200, 128x28672x4096: 95 -> 103 % of cuBLAS). Rung 7's cluster tile, whose B the
-        multicast halves, keeps rung 7's one-box epilogue: boxed, it ran 439 TFLOPS/GHz at
-        4096^3 (448 one-boxed, an earlier run)."""
-        boxed = self.block_n == 4 * EPI_N and self.cluster == 1 and not self.swap_ab
-        return EPI_N if boxed else self.block_n
+        tiles (four boxes through two buffers per consumer: one more ring stage; backend
+        README, "boxed epilogue")."""
+        boxed = self.tile_n == 4 * EPI_N and self.cluster == 1 and not self.swap_ab
+        return EPI_N if boxed else self.tile_n
 
     def epilogue_bytes(self, out_bytes: int) -> int:
         """Shared memory of the epilogue buffers (``out_bytes`` per element)."""
-        buffers = 1 if self.epi_n == self.block_n else 2
-        return self.block_m * self.epi_n * buffers * out_bytes
+        buffers = 1 if self.epi_n == self.tile_n else 2
+        return self.tile_m * self.epi_n * buffers * out_bytes
 
     def stages(self, out_bytes: int) -> int:
         """The deepest ring that fits next to the epilogue buffers."""
-        stage = (self.block_m + self.block_n) * BLOCK_K * 2
+        stage = (self.tile_m + self.tile_n) * BLOCK_K * 2
         epilogue = self.epilogue_bytes(out_bytes)
         most = MAX_STAGES_SWAP if self.swap_ab else MAX_STAGES
         return min(most, (SMEM_BUDGET - epilogue) // stage)
@@ -499,21 +622,34 @@ RUNG7 = R8Config()
 
 
 def _menu() -> tuple[R8Config, ...]:
-    """Curated: cluster 2 only for the two largest tiles (where B traffic matters); split-K
-    only where the fp32 epilogue still leaves room for a ring (block_n <= 128); swap-AB only
-    with the narrow tiles that cover a small M (16/32/64 columns), cluster 1."""
-    menu = [RUNG7, R8Config(group=16), R8Config(block_n=128), R8Config(block_n=128, group=16)]
-    one_cta = ((128, 256), (128, 128), (128, 64), (128, 32), (128, 16), (64, 256), (64, 128))
-    for bm, bn in (*one_cta, (64, 64)):
-        menu.append(R8Config(bm, bn, cluster=1))
-    for bm, bn in ((128, 128), (128, 64), (64, 128), (64, 64)):
-        menu += [R8Config(bm, bn, cluster=1, split_k=s) for s in (2, 4, 8)]
-    for bm in (128, 64):
-        for bn in (16, 32, 64):
-            menu += [R8Config(bm, bn, cluster=1, swap_ab=True, split_k=s) for s in (1, 2, 4)]
+    """Curated: cluster 2 only for the wide 128-row tiles (where B traffic matters); split-K
+    only where the fp32 epilogue still leaves room for a ring (tile_n <= 128); swap-AB only
+    with the narrow tiles that cover a small M (16/32/64 columns), cluster 1; stream-K on the
+    unswapped tiles a tail wave is made of (the partials bypass shared memory). Every width is
+    a power of two: Triton's block shapes must be (no 160- or 192-wide tiles, unlike CuTeDSL)."""
+    menu = [RUNG7, R8Config(group=16), R8Config(tile_n=128), R8Config(tile_n=128, group=16)]
+    one_cta = ((128, 256), (128, 128), (128, 64), (128, 32), (128, 16), (64, 256))
+    for tm, tn in (*one_cta, (64, 128), (64, 64)):
+        menu.append(R8Config(tm, tn, cluster=1))
+    for tm, tn in ((128, 128), (128, 64), (64, 128), (64, 64)):
+        menu += [R8Config(tm, tn, cluster=1, split_k=s) for s in (2, 4, 8)]
+    for tm in (128, 64):
+        for tn in (16, 32, 64):
+            menu += [R8Config(tm, tn, cluster=1, swap_ab=True, split_k=s) for s in (1, 2, 4)]
+    for tm, tn, cluster in STREAM_K_TILES:
+        menu.append(R8Config(tm, tn, cluster, stream_k=True))
     return tuple(menu)
 
 
+#: (tile_m, tile_n, cluster) of the stream-K configs.
+STREAM_K_TILES = (
+    (128, 256, 2),
+    (128, 256, 1),
+    (128, 128, 2),
+    (128, 128, 1),
+    (64, 256, 1),
+    (64, 128, 1),
+)
 MENU = _menu()
 
 
@@ -521,91 +657,59 @@ def _valid(problem: Problem, config: R8Config) -> str | None:
     k_tiles = cdiv(problem.k, BLOCK_K)
     if config.split_k > k_tiles:
         return f"splits K = {problem.k} ({k_tiles} k-tiles) into {config.split_k} parts"
+    if config.raster != "m":
+        return "Gluon's tile order walks M within an L2 group (raster m only)"
+    if config.stream_k and (config.swap_ab or config.split_k > 1 or problem.n % 8):
+        return "stream-K: unswapped, unsplit, and D's rows 16-byte aligned (N % 8 == 0)"
     rows, cols = workspace_shape(problem, config)
     if config.split_k > 1 and rows * cols * 4 > MAX_WORKSPACE_BYTES:
         return f"needs a {rows * cols * 4 >> 20} MiB split-K workspace (split-K is for small M x N)"
     return None
 
 
-def _shape(config: R8Config) -> dict[str, Any]:
-    """``config`` as the cost model sees it."""
-    tile = (config.block_m, config.block_n)
-    return dict(swap_ab=config.swap_ab, tile=tile, cluster=config.cluster, split_k=config.split_k)
-
-
-def _ctas(problem: Problem, config: R8Config) -> int:
-    """CTAs (tiles x splits) of ``config`` on ``problem``."""
-    return HOPPER.ctas(problem, **_shape(config))
-
-
-def _cost(problem: Problem, config: R8Config) -> float:
-    """Estimated seconds (``harness.tile_cost``: the slowest of MMA, cold weight stream and
-    DRAM, plus the reduction with split-K)."""
-    return HOPPER.seconds(problem, block_k=BLOCK_K, **_shape(config))
-
-
 def _ranked(problem: Problem) -> list[R8Config]:
-    """Every valid menu config, cheapest first by ``_cost`` (what ``bench --tune --tune-top``
-    times first), the group-16 variants (which the model cannot tell apart) after all the
-    others; ties go to the larger tile, then cluster 2, then fewer splits."""
-    valid = [c for c in MENU if _valid(problem, c) is None]
-    key = {
-        c: (c.group != 8, _cost(problem, c), -c.block_m * c.block_n, -c.cluster, c.split_k)
-        for c in valid
-    }
-    return sorted(valid, key=key.__getitem__)
+    """Every valid menu config, cheapest first by the shared cost model (what ``bench --tune
+    --tune-top`` times first), the group-16 variants (which the model cannot tell apart)
+    after all the others."""
+    return ranked(problem, MENU, _valid, variant=lambda p, c: c.group != 8, block_k=BLOCK_K)
 
 
 def _heuristic(problem: Problem) -> R8Config:
-    """The menu config with the least ``_cost``, among:
-
-    * swap-AB when M <= 64 (N then fills the wgmma rows), else the unswapped tiles;
-    * a narrow block_n (16, 32) only as the narrowest that covers the short side (M swapped,
-      N unswapped): elsewhere it reloads the long operand for too little MMA work;
-    * split-K only where the unsplit tiles fill at most half a wave, the splits still fit in
-      one wave and each keeps >= 512 of K.
-
-    Ties go to the larger tile, then to cluster 2 (rung 7 at large M x N).
-    """
-    swap = problem.m <= 64
-    short = problem.m if swap else problem.n
-    cover = next((bn for bn in (16, 32, 64) if bn >= short), None)
-    k_tiles = cdiv(problem.k, BLOCK_K)
+    """The cheapest config (``harness.tile_cost``) among those ``heuristic_allows``: swap-AB
+    exactly when M <= 64 < N, narrow tiles only as the cover of the short side, splits that
+    keep >= 512 of K, group 8. Ties go to the larger tile, then to cluster 2 (rung 7 at large
+    M x N), then to no split and no stream-K."""
 
     def allowed(c: R8Config) -> bool:
-        if c.swap_ab != swap or c.group != 8:
-            return False
-        if (swap or c.block_n < 64) and c.block_n != cover:
-            return False
-        if c.split_k == 1:
-            return True
-        unsplit = _ctas(problem, c) // c.split_k
-        return HOPPER.split_pays(unsplit, c.split_k, k_tiles * BLOCK_K // c.split_k)
+        return c.group == 8 and heuristic_allows(problem, c, BLOCK_K)
 
-    return next(c for c in _ranked(problem) if allowed(c))
+    return cheapest(problem, MENU, _valid, allowed, block_k=BLOCK_K)
 
 
 # -- host side ---------------------------------------------------------------------------------
 def plan(problem: Problem, num_sms: int, config: R8Config) -> Plan:
     """The GEMM kernel's launch: descriptors in the kernel's view, stages, grid."""
-    rows, cols = (problem.n, problem.m) if config.swap_ab else (problem.m, problem.n)
+    rows, cols = config.oriented(problem)
     box_m = SUB_M * config.cluster  # one consumer's A box: 64 rows in each CTA
     split = config.split_k > 1
     out_dtype = "fp32" if split else problem.dtype
     cta = ((1, 0),) if config.cluster == 2 else ()
     a_op, b_op = ("b", "a") if config.swap_ab else ("a", "b")
-    if config.swap_ab:  # D's box is the transposed tile: [block_n rows of D, 64 columns]
-        c_box = (config.block_n, box_m)
+    if config.swap_ab:  # D's box is the transposed tile: [tile_n rows of D, 64 columns]
+        c_box = (config.tile_n, box_m)
     else:
         c_box = (box_m, config.epi_n)
-    tiles = cdiv(rows, box_m * config.num_consumers) * cdiv(cols, config.block_n) * config.split_k
+    tiles = cdiv(rows, box_m * config.num_consumers) * cdiv(cols, config.tile_n) * config.split_k
     programs = num_sms // config.cluster
-    persistent = tiles > programs
+    # Stream-K always runs one program per SM (cluster): its tail is spread over all of them.
+    persistent = tiles > programs or config.stream_k
     return Plan(
         args=(
             Desc(a_op, (box_m, BLOCK_K), cta),
-            Desc(b_op, (config.block_n, BLOCK_K), ((0, 0),) if config.cluster == 2 else ()),
+            Desc(b_op, (config.tile_n, BLOCK_K), ((0, 0),) if config.cluster == 2 else ()),
             Desc("w" if split else "c", c_box, cta, dtype=out_dtype if split else None),
+            # stream-K's partials; any other config ignores it (D stands in)
+            Ptr("w", dtype="fp32") if config.stream_k else Ptr("c"),
             rows,
             cols,
             problem.k,
@@ -617,6 +721,7 @@ def plan(problem: Problem, num_sms: int, config: R8Config) -> Plan:
             NUM_CONSUMERS=config.num_consumers,
             CLUSTER=config.cluster,
             SPLIT_K=config.split_k,
+            STREAM_K=config.stream_k,
             SWAP_AB=config.swap_ab,
             PERSISTENT=persistent,
             PRODUCER_WARPS=PRODUCER_WARPS,
@@ -632,7 +737,7 @@ def plan(problem: Problem, num_sms: int, config: R8Config) -> Plan:
 def slice_rows(problem: Problem, config: R8Config) -> int:
     """Rows of D per split-K slice of the workspace: M rounded up to the tile's D rows, so no
     tile's TMA store crosses into the next slice."""
-    d_rows = config.block_n if config.swap_ab else config.block_m * config.cluster
+    d_rows = config.tile_n if config.swap_ab else config.tile_rows
     return cdiv(problem.m, d_rows) * d_rows
 
 
@@ -658,21 +763,68 @@ def reduce_plan(problem: Problem, config: R8Config) -> Plan:
     )
 
 
+def stream_k(problem: Problem, num_sms: int, config: R8Config) -> StreamK:
+    """The stream-K schedule the GEMM kernel walks (``harness.tile_cost.StreamK``)."""
+    return StreamK(config.tiles(problem), cdiv(problem.k, BLOCK_K), num_sms // config.cluster)
+
+
+def streamk_workspace_shape(num_sms: int, config: R8Config) -> tuple[int, int]:
+    """Two partial cluster tiles per program, fp32, one slot after another."""
+    return 2 * (num_sms // config.cluster) * config.tile_rows, config.tile_n
+
+
+def streamk_reduce_plan(problem: Problem, num_sms: int, config: R8Config) -> Plan:
+    sk = stream_k(problem, num_sms, config)
+    return Plan(
+        args=(Ptr("w", dtype="fp32"), Ptr("c"), problem.m, problem.n, problem.k, sk.programs),
+        constexprs=dict(
+            TILE_M=config.tile_rows,
+            TILE_N=config.tile_n,
+            TILE_K=BLOCK_K,
+            GROUP_M=config.group,
+            BLOCK_M=SK_REDUCE_BLOCK_M,
+            BLOCK_N=SK_REDUCE_BLOCK_N,
+        ),
+        grid=(
+            max(1, sk.sk_tiles),
+            config.tile_rows // SK_REDUCE_BLOCK_M,
+            config.tile_n // SK_REDUCE_BLOCK_N,
+        ),
+        num_warps=4,
+    )
+
+
 class ShapeAdaptiveKernel(GluonKernel):
-    """Rung 7's host side plus split-K: a workspace allocated once per problem (outside the
-    launch) and a second launch, the reduction, which writes D with pointer stores."""
+    """Rung 7's host side plus the two K decompositions that need a second kernel: split-K
+    (the fp32 workspace summed by ``splitk_reduce_kernel``) and stream-K (the tail's partials
+    summed by ``streamk_reduce_kernel``). Workspaces are allocated once per problem, outside
+    the launch, and never zeroed: every element a reduction reads was written by one unit."""
 
     def _launcher(self, problem: Problem, config: KernelConfig | None) -> LaunchFn:
         import torch
 
         assert isinstance(config, R8Config)
-        if config.split_k == 1:
+        if config.split_k == 1 and not config.stream_k:
             return super()._launcher(problem, config)
         dev = torch.device("cuda", torch.cuda.current_device())
         num_sms = torch.cuda.get_device_properties(dev).multi_processor_count
         gemm = bind(self._jit_fn, plan(problem, num_sms, config), problem.dtype)
+        if config.stream_k:
+            sk = stream_k(problem, num_sms, config)
+            reduce = bind(
+                streamk_reduce_kernel, streamk_reduce_plan(problem, num_sms, config), problem.dtype
+            )
+            shape = streamk_workspace_shape(num_sms, config) if sk.sk_tiles else (1, 4)
+            w = torch.empty(shape, dtype=torch.float32, device=dev)
+
+            def run_sk(a: Any, b: Any, d: Any) -> None:
+                tensors = {"a": a, "b": b, "c": d, "w": w}
+                gemm(tensors)
+                if sk.sk_tiles:  # a problem of whole waves has no tail to reduce
+                    reduce(tensors)
+
+            return tma_launch(problem, run_sk, dev, pad_d=False)  # N % 8 == 0: never padded
         reduce = bind(splitk_reduce_kernel, reduce_plan(problem, config), problem.dtype)
-        # Never zeroed: the reduction reads only elements some split's tile wrote.
         w = torch.empty(workspace_shape(problem, config), dtype=torch.float32, device=dev)
 
         def run(a: Any, b: Any, d: Any) -> None:
@@ -683,11 +835,13 @@ class ShapeAdaptiveKernel(GluonKernel):
         return tma_launch(problem, run, dev, pad_d=False)  # D is written by pointers
 
     def codegen(self, problem: Problem, arch: str, config: KernelConfig | None = None) -> Artifacts:
-        """The GEMM kernel's artifacts; with split-K, ``reduce_codegen`` has the second one."""
+        """The GEMM kernel's artifacts; with split-K or stream-K, ``reduce_codegen`` has the
+        second one."""
         art = super().codegen(problem, arch, config)
         chosen = self.config_for(problem, config)
-        if isinstance(chosen, R8Config) and chosen.split_k > 1:
-            note = f"split_k={chosen.split_k}: plus splitk_reduce_kernel (see reduce_codegen)"
+        if isinstance(chosen, R8Config) and (chosen.split_k > 1 or chosen.stream_k):
+            which = "streamk" if chosen.stream_k else "splitk"
+            note = f"{chosen.name}: plus {which}_reduce_kernel (see reduce_codegen)"
             art = dataclasses.replace(art, notes=(*art.notes, note))
         return art
 
@@ -695,9 +849,14 @@ class ShapeAdaptiveKernel(GluonKernel):
         self, problem: Problem, arch: str, config: KernelConfig | None = None
     ) -> Artifacts:
         chosen = self.config_for(problem, config)
-        assert isinstance(chosen, R8Config) and chosen.split_k > 1, "no split-K in this config"
-        reduce = reduce_plan(problem, chosen)
-        return compile_offline(splitk_reduce_kernel, reduce, problem.dtype, arch)
+        assert isinstance(chosen, R8Config), "not a rung-8 config"
+        if chosen.stream_k:
+            reduce = streamk_reduce_plan(problem, DEFAULT_NUM_SMS, chosen)
+            return compile_offline(streamk_reduce_kernel, reduce, problem.dtype, arch)
+        assert chosen.split_k > 1, "no split-K or stream-K in this config"
+        return compile_offline(
+            splitk_reduce_kernel, reduce_plan(problem, chosen), problem.dtype, arch
+        )
 
 
 KERNEL = ShapeAdaptiveKernel(

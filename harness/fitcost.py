@@ -1,0 +1,96 @@
+"""``python -m harness fit-cost``: the rung-8 cost model against measured tuning runs.
+
+Reads ``bench --tune`` results (tuning suites only: the CLI refuses held-out ones), turns every
+timed rung-8 record into a :class:`harness.tile_cost.Sample`, cross-validates the fit (k folds
+by problem: a problem's configs are never split between fit and test) and fits on everything.
+The report gives the current constants' error, the out-of-fold error and choice regret, and
+the fitted constants to paste into ``harness.tile_cost.HOPPER``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Sequence
+
+from harness.gemm import Problem
+from harness.protocol import Rung
+from harness.results import Document
+from harness.tile_cost import HOPPER, GemmConfig, Sample, _median, cross_validate, evaluate, fit
+
+__all__ = ["report", "samples"]
+
+_FIELDS = tuple(f.name for f in dataclasses.fields(GemmConfig))
+#: Records written before the shared vocabulary (Gluon's rung 8 named the tile block_m x
+#: block_n; neither rung 8 had stream-K, so a missing knob reads as its default).
+_LEGACY_NAMES = {"block_m": "tile_m", "block_n": "tile_n"}
+_DEFAULTS = {f.name: f.default for f in dataclasses.fields(GemmConfig)}
+
+
+def samples(docs: Iterable[Document], backends: Sequence[str] | None = None) -> list[Sample]:
+    """One sample per (GPU, problem, config as the model sees it) from the timed rung-8 records
+    of ``docs``: the median time; where knobs the model cannot see (a backend's own, or raster
+    and group) give several records of one model config, the fastest of them."""
+    best: dict[tuple[str, Problem, GemmConfig], Sample] = {}
+    for doc in docs:
+        gpu = str(doc.environment.get("gpu"))
+        for rec in doc.bench:
+            if rec.rung != Rung.SHAPE_ADAPTIVE or not rec.timed or not rec.config_values:
+                continue
+            if backends and rec.backend not in backends:
+                continue
+            values = {_LEGACY_NAMES.get(k, k): v for k, v in rec.config_values.items()}
+            if not {"tile_m", "tile_n", "cluster"} <= set(values):
+                continue  # a config of another vocabulary
+            knobs = {f: values.get(f, _DEFAULTS[f]) for f in _FIELDS}
+            knobs["raster"], knobs["group"] = "m", 8
+            config = GemmConfig(**knobs)
+            seconds = rec.median_ms * 1e-3  # type: ignore[operator]
+            key = (gpu, rec.problem, config)
+            if key not in best or seconds < best[key].seconds:
+                best[key] = Sample(rec.problem, config, seconds, f"{gpu}@{doc.source}:{rec.kernel}")
+    return list(best.values())
+
+
+def report(
+    docs: Sequence[Document],
+    backends: Sequence[str] | None = None,
+    folds: int = 5,
+    rounds: int = 6,
+) -> str:
+    """The text ``fit-cost`` prints (ValueError when the documents hold no rung-8 timing)."""
+    data = samples(docs, backends)
+    if not data:
+        raise ValueError(
+            "no timed rung-8 record with the shared config vocabulary in these files "
+            "(run `bench --rung 8 --tune` on a tuning suite)"
+        )
+    gpus = sorted({s.source.split("@")[0] for s in data})
+    problems = len({s.problem for s in data})
+    lines = [f"{len(data)} timings of {problems} problems ({', '.join(gpus)})"]
+    errors, regrets = evaluate(HOPPER, data)
+    lines.append(_line("current constants, in sample", sorted(errors), [r for _, r in regrets]))
+    cv = cross_validate(data, folds=folds, rounds=rounds)
+    lines.append(
+        f"{folds}-fold cross-validation (fit on the other folds' problems): median |log err| "
+        f"{cv.median_abs_log_err:.3f}, mean {cv.mean_abs_log_err:.3f}; first choice "
+        f"{100 * sum(r for _, r in cv.regrets) / max(1, len(cv.regrets)):.1f} % slower than "
+        "the fastest timed (mean), "
+        f"{100 * cv.worst_regret:.1f} % worst"
+    )
+    worst = sorted(cv.regrets, key=lambda pr: -pr[1])[:5]
+    lines += [f"    {p.key:<24} regret {100 * r:5.1f} %" for p, r in worst]
+    fitted = fit(data, rounds=rounds)
+    errors, regrets = evaluate(fitted, data)
+    lines.append(_line("fitted on all, in sample", sorted(errors), [r for _, r in regrets]))
+    lines.append("fitted constants (harness.tile_cost.HOPPER):")
+    lines += [f"    {name} = {value:.4g}" for name, value in fitted.params().items()]
+    return "\n".join(lines)
+
+
+def _line(what: str, errors: list[float], regrets: list[float]) -> str:
+    mean = sum(regrets) / max(1, len(regrets))
+    return (
+        f"{what}: median |log err| {_median(errors):.3f}; first choice "
+        f"{100 * mean:.1f} % slower than the fastest timed (mean), "
+        f"{100 * max(regrets, default=0.0):.1f} % worst"
+    )

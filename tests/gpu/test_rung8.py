@@ -1,0 +1,92 @@
+"""Rung 8's code paths that no shape of the fixed suites forces, correct against cuBLAS on the
+GPU (skipped without one): every stream-K config, and each tile family only one backend has,
+forced on smoke, ragged, a held-out random suite and shapes whose last wave is partial (so the
+tail's K is split between programs and the reduction runs), fp16 and bf16.
+
+Through the harness's isolated runner (check only), like ``test_kernels.py``.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from harness.gemm import Problem, cdiv
+from harness.problems import expand
+from harness.protocol import ARCH_CAPABILITY, KernelSpec, Rung
+from harness.records import Status
+from harness.registry import discover
+from harness.runner import Runner, RunSettings
+from harness.tile_cost import GemmConfig, StreamK
+
+torch = pytest.importorskip("torch")
+if not torch.cuda.is_available():
+    pytest.skip("no CUDA GPU", allow_module_level=True)
+
+CAP = tuple(torch.cuda.get_device_capability())
+SMS = torch.cuda.get_device_properties(0).multi_processor_count
+SPECS = [s for s in discover() if s.rung == Rung.SHAPE_ADAPTIVE and "cuda" in s.devices]
+pytestmark = pytest.mark.gpu
+
+#: A wave and a few tail tiles; one partial wave; a tail of one tile; whole waves only; ragged.
+TAILS = [
+    "300x7168x16384",
+    "1000x4096x4096",
+    "777x1024x4096",
+    "200x4096x14336",
+    "4352x4096x512",
+    "8448x8192x512",
+    "3000x5000x1000",
+]
+#: A held-out seed (never a tuning seed): shapes nobody chose these kernels for.
+RANDOM = "random:3:8"
+
+
+@pytest.fixture(autouse=True)
+def _only_selected_backends(request: pytest.FixtureRequest) -> None:
+    spec = request.node.callspec.params.get("spec") if hasattr(request.node, "callspec") else None
+    wanted = request.config.getoption("--backend", default=None)
+    if spec is not None and wanted and spec.backend not in wanted:
+        pytest.skip(f"--backend {' '.join(wanted)} given")
+
+
+def _new_paths(menu: list[str]) -> list[str]:
+    """The menu entries no fixed-suite shape selects: stream-K, and 192-wide tiles."""
+    return [n for n in menu if "stream_k=1" in n.split(",") or "tile_n=192" in n.split(",")]
+
+
+def _tail(problem: Problem, name: str) -> bool:
+    """Whether ``name`` (a config) leaves ``problem`` a stream-K tail on this GPU."""
+    values = dict(kv.split("=") for kv in name.split(","))
+    config = GemmConfig(int(values["tile_m"]), int(values["tile_n"]), int(values["cluster"]))
+    sk = StreamK(config.tiles(problem), cdiv(problem.k, 64), SMS // config.cluster)
+    return sk.sk_tiles > 0
+
+
+@pytest.mark.parametrize("spec", SPECS, ids=[s.id for s in SPECS])
+def test_stream_k_and_new_tiles_are_correct(spec: KernelSpec) -> None:
+    want = ARCH_CAPABILITY[spec.arch]
+    if want is not None and CAP != want:
+        pytest.skip(f"{spec.arch} kernel on an sm_{CAP[0]}{CAP[1]} GPU")
+    if spec.missing_requirements():
+        pytest.fail(f"{spec.id}: not installed: {spec.missing_requirements()}")
+    with Runner([spec], RunSettings(measure=False, timeout_s=300)) as runner:
+        menu = runner.menus()[spec.id]
+    assert isinstance(menu, list), f"{spec.id} failed to load or declares no configs: {menu}"
+    names = _new_paths(menu)
+    assert names, f"{spec.id} has no stream-K config"
+    problems = expand(["smoke", "ragged", RANDOM, *TAILS], ["fp16", "bf16"])
+    settings = RunSettings(measure=False, timeout_s=300, configs=tuple(names))
+    with Runner([spec], settings) as runner:
+        records = list(runner.run(problems))
+    bad = [
+        f"{r.problem_key} [{r.config}]: {r.status.value}: {r.reason}"
+        for r in records
+        if r.status not in (Status.OK, Status.UNSUPPORTED)
+    ]
+    assert not bad, "\n".join(bad)
+    for name in names:
+        ok = [r.problem for r in records if r.config == name and r.status == Status.OK]
+        assert ok, f"{name} ran no problem"
+        if "stream_k=1" in name.split(","):
+            with_tail = [p for p in ok if _tail(p, name)]
+            assert len(with_tail) >= 4, f"{name}: only {len(with_tail)} problems with a tail ran"

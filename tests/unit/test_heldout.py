@@ -1,0 +1,146 @@
+"""Held out by construction (docs/design.md): random suites of real models' projections, the
+seeds tuning may use, and the rule that no tuned choice or cost-model fit ever saw a shape it is
+judged on."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness.gemm import Problem
+from harness.problems import (
+    MODEL_PROJECTIONS,
+    SUITES,
+    TUNING_SEEDS,
+    TUNING_SUITE_MAX,
+    expand,
+    held_out,
+    parse_random,
+    random_shapes,
+    suite_shapes,
+)
+from harness.results import Document, load_many
+from harness.tune import refuse_held_out
+
+ROOT = Path(__file__).resolve().parents[2]
+PROJECTIONS = {(n, k) for entries in MODEL_PROJECTIONS.values() for _, n, k in entries}
+GRID = {s for _, shapes in SUITES.values() for s in shapes}
+
+
+def test_projections_are_real_layer_shapes_in_range() -> None:
+    assert len(MODEL_PROJECTIONS) >= 8
+    assert len({f.split("-")[0] for f in MODEL_PROJECTIONS}) >= 6  # families, not sizes
+    for n, k in PROJECTIONS:
+        assert n % 8 == 0 and k % 8 == 0 and 256 <= n <= 57344 and 256 <= k <= 57344
+
+
+def test_a_random_suite_is_seeded_log_uniform_in_m_and_off_the_grid() -> None:
+    shapes = random_shapes(7, 512)
+    assert shapes == random_shapes(7, 512)  # the same seed, the same suite
+    assert random_shapes(7, 64) == shapes[:64]  # a shorter suite is a prefix
+    assert random_shapes(8, 64) != shapes[:64]
+    assert len(set(shapes)) == len(shapes)
+    for m, n, k in shapes:
+        assert 1 <= m <= 16384 and (n, k) in PROJECTIONS and (m, n, k) not in GRID
+    # log-uniform M: about ln(129) / ln(16385) of the draws are M <= 128
+    small = sum(m <= 128 for m, _, _ in shapes) / len(shapes)
+    assert abs(small - math.log(129) / math.log(16385)) < 0.08
+    assert len({(n, k) for _, n, k in shapes}) > 30  # many families, not one
+
+
+def test_held_out_suites_share_no_shape_with_any_tuning_suite() -> None:
+    tuning = set(GRID)
+    for seed in TUNING_SEEDS:
+        tuning |= set(random_shapes(seed, TUNING_SUITE_MAX))
+    for seed in (0, 7, 2026, 123456):
+        assert held_out(f"random:{seed}")
+        assert not set(random_shapes(seed, 1024)) & tuning
+    assert not any(held_out(f"random:{s}") for s in TUNING_SEEDS)
+    assert not any(held_out(name) for name in SUITES)
+
+
+def test_random_suite_names_expand_and_bad_ones_are_refused() -> None:
+    assert parse_random("random:5") == (5, 64)
+    assert parse_random("random:5:10") == (5, 10)
+    assert parse_random("sweep") is None
+    problems = expand(["random:5:10"], ("fp16", "bf16"))
+    assert len(problems) == 20 and {p.dtype for p in problems} == {"fp16", "bf16"}
+    assert [(p.m, p.n, p.k) for p in problems[:10]] == list(suite_shapes("random:5:10"))
+    for bad in ("random:", "random:x", "random:5:0", "random:5:1:2", "random:-1"):
+        with pytest.raises(ValueError, match="bad random suite"):
+            expand([bad])
+    with pytest.raises(ValueError, match="random:SEED"):
+        expand(["nonsense"])
+
+
+def _evaluation_suites() -> set[str]:
+    """Every held-out suite a committed result ran: the evaluation data of the study."""
+    suites: set[str] = set()
+    for doc in load_many([ROOT / "reports" / "results"]):
+        suites.update(
+            s for s in (doc.environment.get("run") or {}).get("suites") or () if held_out(s)
+        )
+    return suites
+
+
+def test_tuned_tables_hold_only_tuning_shapes_never_an_evaluation_shape() -> None:
+    """Every entry of every committed tuned table is a shape of a tuning suite (so no held-out
+    suite can hold it: the test above), and none is a shape of an evaluation suite that a
+    committed result ran."""
+    tuning = set(GRID)
+    for seed in TUNING_SEEDS:
+        tuning |= set(random_shapes(seed, TUNING_SUITE_MAX))
+    evaluation = {s for name in _evaluation_suites() for s in suite_shapes(name)}
+    tables = sorted(ROOT.glob("backends/*/*/tuned/*.json"))
+    assert tables, "no tuned table found"
+    for path in tables:
+        for kernel, entries in json.loads(path.read_text())["kernels"].items():
+            for key in entries:
+                p = Problem.parse(key)
+                shape = (p.m, p.n, p.k)
+                assert shape in tuning, f"{path.name}: {kernel} tuned on {key}, not a tuning shape"
+                assert shape not in evaluation, f"{path.name}: {kernel} holds evaluation {key}"
+
+
+def _doc(suites: list[str]) -> Document:
+    env = {"gpu": "NVIDIA H200", "run": {"suites": suites}}
+    return Document("bench", env, (), "2026-11-24T00:00:00", source="runs/x.json")
+
+
+def test_tuning_refuses_held_out_data() -> None:
+    refuse_held_out([_doc(["sweep", "random:101"]), _doc(["4096x4096x4096"])])
+    with pytest.raises(ValueError, match=r"runs/x\.json ran the held-out suite random:7"):
+        refuse_held_out([_doc(["sweep"]), _doc(["sweep", "random:7:64"])])
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["bench", "--tune", "--suite", "random:7", "--device", "cpu"],
+        ["tune-table", "HELD"],
+        ["fit-cost", "HELD"],
+    ],
+)
+def test_the_cli_refuses_to_tune_on_held_out_suites(args: list[str], tmp_path: Path) -> None:
+    held = tmp_path / "held.json"
+    doc = {
+        "schema": "gemm-dsl-study/results",
+        "schema_version": 2,
+        "kind": "bench",
+        "created": "2026-11-24T00:00:00",
+        "environment": {"gpu": "NVIDIA H200", "run": {"suites": ["random:7"]}},
+        "records": [],
+    }
+    held.write_text(json.dumps(doc))
+    argv = [str(held) if a == "HELD" else a for a in args]
+    r = subprocess.run(
+        [sys.executable, "-m", "harness", *argv], cwd=ROOT, capture_output=True, text=True
+    )
+    assert r.returncode == 2, r.stdout + r.stderr
+    (line,) = r.stderr.strip().splitlines()
+    assert line.startswith("error: ") and "held-out" in line and "random:7" in line
