@@ -22,6 +22,7 @@ from __future__ import annotations
 import importlib
 import os
 import shutil
+import warnings
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Literal
@@ -152,3 +153,22 @@ def policy_lines(environ: Mapping[str, str] = os.environ) -> list[str]:
             else f"pin drift: a failure ({ALLOW_PIN_DRIFT}=1 tests the installed versions)"
         ),
     ]
+
+
+def require_runnable(spec: KernelSpec, capability: tuple[int, int]) -> None:
+    """Skip, fail or warn for a GPU test of ``spec`` on a GPU of ``capability`` (another arch:
+    skip; then :func:`kernel_verdict` under this session's settings)."""
+    from harness.protocol import ARCH_CAPABILITY
+
+    want = ARCH_CAPABILITY[spec.arch]
+    if want is not None and tuple(capability) != want:
+        pytest.skip(f"{spec.arch} kernel on an sm_{capability[0]}{capability[1]} GPU")
+    verdict = kernel_verdict(spec, expected_dsls(), pin_drift_allowed())
+    if verdict is None:
+        return
+    action, reason = verdict
+    if action == "fail":
+        pytest.fail(reason, pytrace=False)
+    if action == "skip":
+        pytest.skip(reason)
+    warnings.warn(reason, stacklevel=3)

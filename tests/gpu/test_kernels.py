@@ -15,13 +15,11 @@ installed version (``tests/expectations.py``). A kernel that does not load fails
 
 from __future__ import annotations
 
-import warnings
-
 import pytest
-from expectations import expected_dsls, kernel_verdict, pin_drift_allowed
+from expectations import require_runnable
 
 from harness.problems import expand
-from harness.protocol import ARCH_CAPABILITY, KernelSpec, Rung
+from harness.protocol import KernelSpec, Rung
 from harness.records import Status
 from harness.registry import discover
 from harness.runner import Runner, RunSettings
@@ -44,18 +42,7 @@ def _only_selected_backends(request: pytest.FixtureRequest) -> None:
 
 
 def _runnable(spec: KernelSpec) -> None:
-    want = ARCH_CAPABILITY[spec.arch]
-    if want is not None and tuple(CAP) != want:
-        pytest.skip(f"{spec.arch} kernel on an sm_{CAP[0]}{CAP[1]} GPU")
-    verdict = kernel_verdict(spec, expected_dsls(), pin_drift_allowed())
-    if verdict is None:
-        return
-    action, reason = verdict
-    if action == "fail":
-        pytest.fail(reason, pytrace=False)
-    if action == "skip":
-        pytest.skip(reason)
-    warnings.warn(reason, stacklevel=2)
+    require_runnable(spec, CAP)
 
 
 def _failures(spec: KernelSpec, records) -> list[str]:
