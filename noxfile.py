@@ -32,7 +32,7 @@ nox.options.error_on_missing_interpreters = True
 CPU_TORCH = "torch==2.13.0"
 
 #: backend -> (python, extras): the Python its DSL needs and the pyproject extras holding its DSL
-#: pins. A bench environment is ``.[<extras>,<BENCH_EXTRAS>]``. tests/unit/test_install_sets.py
+#: pins. A bench environment is ``.[<extras>,<BENCH_EXTRAS>]``. tests/network/test_install_sets.py
 #: reads both tables (keep them literals) and resolves every bench environment against PyPI.
 BACKENDS: dict[str, tuple[str, str]] = {
     "cublas": ("3.11", ""),  # the reference (torch.matmul): no DSL
@@ -51,6 +51,9 @@ REFERENCE = "cublas"
 #: Suites and dtypes `nox -s bench` adds when no --suite is passed through.
 BENCH_SUITES = ["--suite", "smoke", "--suite", "square", "--suite", "ksweep"]
 BENCH_DTYPES = ["--dtype", "fp16", "--dtype", "bf16"]
+#: The variable naming the DSL a tests session installs: its compile and GPU tests then fail,
+#: rather than skip, when that DSL does not import (tests/expectations.py).
+EXPECT_DSL = "GEMM_STUDY_EXPECT_DSL"
 #: Where bench and codegen write (ignored by git); `python -m reports promote` curates.
 RUNS = Path("runs")
 #: The entry-point group plugin backends declare (harness.protocol.ENTRY_POINT_GROUP).
@@ -168,33 +171,43 @@ def _run_file(args: list[str], backend: str) -> tuple[Path, list[str]]:
 @nox.session(name="tests")
 @nox.parametrize(
     "python,part",
-    [("3.11", "harness"), *[(BACKENDS[b][0], b) for b in DSL_BACKENDS]],
-    ids=["harness", *DSL_BACKENDS],
+    [("3.11", "harness"), ("3.11", "network"), *[(BACKENDS[b][0], b) for b in DSL_BACKENDS]],
+    ids=["harness", "network", *DSL_BACKENDS],
 )
 def tests(session: nox.Session, part: str) -> None:
-    """Unit and compile-only tests (no GPU needed); with a GPU also the GPU tests. Venv per DSL."""
+    """Unit, network and compile-only tests (no GPU needed); with a GPU also the GPU tests."""
     gpu = _has_gpu()
     pytest = [_python(session), "-m", "pytest"]
+    if part == "network":  # the install sets resolved on the index; skipped offline
+        _install(session, "test")
+        session.run(*pytest, "tests/network", *session.posargs)
+        return
+    # What this session installs must import: a DSL that does not fails instead of skipping.
+    expect = {EXPECT_DSL: REFERENCE if part == "harness" else part}
     if part == "harness":
         if gpu:  # the CUDA torch of the bench environments, and the reference's GPU tests
             _install(session, "test,gpu")
             session.run(
-                *pytest, "tests/unit", "tests/gpu", "--backend", REFERENCE, *session.posargs
+                *pytest,
+                *("tests/unit", "tests/gpu", "--backend", REFERENCE, *session.posargs),
+                env=expect,
             )
             return
         if not _provisioned(session):
             session.install(CPU_TORCH)
         _install(session, "test")
-        session.run(*pytest, "tests/unit", *session.posargs)
+        session.run(*pytest, "tests/unit", *session.posargs, env=expect)
         return
     compile_tests = f"tests/compile/test_{part}.py"
     dsl = BACKENDS[part][1]
     if gpu:
         _install(session, "test", dsl, "gpu")
-        session.run(*pytest, compile_tests, "tests/gpu", "--backend", part, *session.posargs)
+        session.run(
+            *pytest, compile_tests, "tests/gpu", "--backend", part, *session.posargs, env=expect
+        )
         return
     _install_cpu(session, part, "test", dsl)  # the kernels compile without a CUDA torch
-    session.run(*pytest, compile_tests, *session.posargs)
+    session.run(*pytest, compile_tests, *session.posargs, env=expect)
 
 
 @nox.session(python="3.11")

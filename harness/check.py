@@ -15,21 +15,34 @@ wrong by one missing K-tile (O(sqrt(64)/3) ~ 2.7 at any K) fails at every K <= 1
 The relative bound sits ~4x above the measured one-rounding level (~u/sqrt(3)). NaN or Inf
 anywhere — including an element the kernel never wrote, which still holds its NaN poison —
 fails regardless.
+
+Beyond the numbers, a launch must touch nothing but D. D lies inside one larger allocation, a
+guard band of NaN before and after it (:class:`GuardedOutput`): a store past the end of D (a
+ragged tile edge stored unmasked) or before its start changes guard bits and fails, with the
+count in the reason. A and B are compared bit for bit with copies taken before the launch: a
+kernel that uses an operand as scratch fails too. The guard is flat, not per row: kernels take
+D contiguous and row-major (TMA needs that), so a store past the end of a row lands in the next
+row of D, where the comparison with the reference catches it.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-from harness.gemm import Problem
+from harness.gemm import Problem, cdiv, element_size
 
 __all__ = [
     "CheckResult",
+    "GuardedOutput",
     "KernelFault",
+    "LaunchWitness",
     "check_kernel",
+    "combine",
     "compare",
+    "guard_elements",
+    "synchronize",
     "tolerances",
     "validate_operands",
 ]
@@ -90,7 +103,11 @@ def validate_operands(problem: Problem, a: Any, b: Any, out: Any, device: str = 
 
 @dataclass(frozen=True)
 class CheckResult:
-    """Worst errors over the checks run; ``passed`` is False on any NaN/Inf."""
+    """Worst errors over the checks run; ``passed`` is False on any NaN/Inf and on any fault.
+
+    ``faults`` names what a launch touched besides D's values, one line each (``"wrote 3
+    elements past the end of D"``, ``"modified A (128 of 4096 elements)"``).
+    """
 
     passed: bool
     max_abs_err: float
@@ -99,12 +116,27 @@ class CheckResult:
     atol: float
     rtol: float
     checks: int
+    faults: tuple[str, ...] = ()
+
+    @property
+    def within_tolerance(self) -> bool:
+        """The values of D alone pass: no NaN/Inf, both error bounds met."""
+        return self.nonfinite == 0 and self.max_abs_err <= self.atol and self.rel_err <= self.rtol
 
     def summary(self) -> str:
         return (
             f"max|err| {self.max_abs_err:.3g} (tol {self.atol:.3g}), "
             f"rel {self.rel_err:.3g} (tol {self.rtol:.3g}), non-finite {self.nonfinite}"
         )
+
+    def failure(self) -> str | None:
+        """Why the check failed, in one line (the faults first), or None if it passed."""
+        if self.passed:
+            return None
+        parts = list(self.faults)
+        if not self.within_tolerance or not parts:
+            parts.append(f"result differs from torch.matmul: {self.summary()}")
+        return "; ".join(parts)
 
 
 def compare(problem: Problem, out: Any, ref: Any) -> CheckResult:
@@ -121,6 +153,95 @@ def compare(problem: Problem, out: Any, ref: Any) -> CheckResult:
     rel = float(torch.linalg.vector_norm(diff).item()) / ref_norm if ref_norm else max_abs
     passed = nonfinite == 0 and max_abs <= atol and rel <= rtol
     return CheckResult(passed, max_abs, rel, nonfinite, atol, rtol, 1)
+
+
+def guard_elements(problem: Problem) -> int:
+    """Poisoned elements on each side of D: at least one row of D (a tile stored unmasked past
+    row M writes there first) and 4 KiB, in whole 256-byte units so that D's base keeps the
+    alignment of a fresh CUDA allocation (TMA needs 16 bytes; DLPack importers may ask 64)."""
+    size = element_size(problem.dtype)
+    unit = 256 // size
+    return cdiv(max(problem.n, 4096 // size), unit) * unit
+
+
+def _bits(t: Any) -> Any:
+    """The raw bits of a 16-bit tensor (NaN compares unequal to itself; bits do not)."""
+    import torch
+
+    return t.view(torch.int16)
+
+
+class GuardedOutput:
+    """D, (M, N) contiguous row-major, inside one NaN-filled allocation with
+    :func:`guard_elements` of NaN before and after it."""
+
+    def __init__(self, problem: Problem, device: str) -> None:
+        import torch
+
+        self.problem = problem
+        self.guard = guard_elements(problem)
+        size = problem.m * problem.n
+        self.buffer = torch.full(
+            (self.guard + size + self.guard,),
+            math.nan,
+            device=device,
+            dtype=torch_dtype(problem.dtype),
+        )
+        self.d = self.buffer[self.guard : self.guard + size].view(problem.m, problem.n)
+        self._poison = _bits(self.buffer[:1]).clone()
+
+    def poison(self) -> None:
+        """Fill D and both guards with NaN again."""
+        self.buffer.fill_(math.nan)
+
+    def faults(self) -> list[str]:
+        """A line for each side of D whose guard no longer holds the poison, bit for bit."""
+        g = self.guard
+        out = []
+        for where, band in (
+            ("before the start", self.buffer[:g]),
+            ("past the end", self.buffer[-g:]),
+        ):
+            n = int((_bits(band) != self._poison).sum().item())
+            if n:
+                out.append(f"wrote {n} element{'s' if n != 1 else ''} {where} of D")
+        return out
+
+
+def _modified(name: str, now: Any, before: Any) -> list[str]:
+    n = int((_bits(now) != _bits(before)).sum().item())
+    return [f"modified {name} ({n} of {now.numel()} elements)"] if n else []
+
+
+class LaunchWitness:
+    """One launch's operands — fresh A, B, a guarded D — and what to hold them to afterwards:
+    the reference ``torch.matmul(A, B.T)`` and copies of A and B, all taken before the launch.
+
+    ``inspect()`` (after the launch has finished) compares D with the reference, checks the
+    guard band and that A and B are unchanged.
+    """
+
+    def __init__(self, problem: Problem, device: str, generator: Any = None) -> None:
+        import torch
+
+        self.problem = problem
+        self.a, self.b = random_operands(problem, device, generator)
+        self.out = GuardedOutput(problem, device)
+        self.ref = torch.matmul(self.a, self.b.T)
+        self._a, self._b = self.a.clone(), self.b.clone()
+
+    @property
+    def d(self) -> Any:
+        return self.out.d
+
+    def inspect(self) -> CheckResult:
+        result = compare(self.problem, self.d, self.ref)
+        faults = (
+            self.out.faults() + _modified("A", self.a, self._a) + _modified("B", self.b, self._b)
+        )
+        if not faults:
+            return result
+        return replace(result, passed=False, faults=tuple(faults))
 
 
 def random_operands(problem: Problem, device: str, generator: Any = None) -> tuple[Any, Any]:
@@ -141,7 +262,9 @@ def check_kernel(
 ) -> CheckResult:
     """Run ``launch`` on ``checks`` fresh random input sets against ``torch.matmul(A, B.T)``.
 
-    The output is filled with NaN before every launch so unwritten elements fail.
+    The output is filled with NaN before every launch so unwritten elements fail; it sits in a
+    NaN guard band that must stay untouched, and A and B must be unchanged afterwards
+    (:class:`LaunchWitness`).
     """
     import torch
 
@@ -149,24 +272,35 @@ def check_kernel(
     gen.seed() if seed is None else gen.manual_seed(seed)
     results = []
     for _ in range(checks):
-        a, b = random_operands(problem, device, gen)
-        out = torch.full((problem.m, problem.n), math.nan, device=device, dtype=a.dtype)
-        validate_operands(problem, a, b, out, device)
-        ref = torch.matmul(a, b.T)
+        w = LaunchWitness(problem, device, gen)
+        validate_operands(problem, w.a, w.b, w.d, device)
         if device == "cuda":
             torch.cuda.synchronize()
-        launch(a, b, out)
-        if device == "cuda":
-            # Synchronize right after the kernel: a fault (an out-of-bounds write, an illegal
-            # instruction) surfaces here as the kernel's own error, not as the next library
-            # call's (cuBLAS would report CUBLAS_STATUS_INTERNAL_ERROR on a poisoned context).
-            try:
-                torch.cuda.synchronize()
-            except RuntimeError as e:
-                first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-                raise KernelFault(f"the kernel faulted on the GPU: {first}") from None
-        results.append(compare(problem, out, ref))
-        del a, b, out, ref
+        launch(w.a, w.b, w.d)
+        synchronize(device)
+        results.append(w.inspect())
+        del w
+    return combine(results)
+
+
+def synchronize(device: str) -> None:
+    """Wait for the launches queued on ``device``; a CUDA error they left is a KernelFault."""
+    if device != "cuda":
+        return
+    import torch
+
+    # Synchronize right after the kernel: a fault (an out-of-bounds write, an illegal
+    # instruction) surfaces here as the kernel's own error, not as the next library call's
+    # (cuBLAS would report CUBLAS_STATUS_INTERNAL_ERROR on a poisoned context).
+    try:
+        torch.cuda.synchronize()
+    except RuntimeError as e:
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise KernelFault(f"the kernel faulted on the GPU: {first}") from None
+
+
+def combine(results: list[CheckResult]) -> CheckResult:
+    """The worst of several checks' results (faults of all of them, each named once)."""
     return CheckResult(
         passed=all(r.passed for r in results),
         max_abs_err=max(r.max_abs_err for r in results),
@@ -174,5 +308,6 @@ def check_kernel(
         nonfinite=max(r.nonfinite for r in results),
         atol=results[0].atol,
         rtol=results[0].rtol,
-        checks=checks,
+        checks=sum(r.checks for r in results),
+        faults=tuple(dict.fromkeys(f for r in results for f in r.faults)),
     )

@@ -185,8 +185,9 @@ def _version_tuple(version: str) -> tuple[int, ...]:
     return tuple(parts)
 
 
-def _pin_problem(pin: str) -> str | None:
-    """None if the installed distribution satisfies ``name==v`` / ``name>=v``, else why not."""
+def _installed_version(pin: str) -> tuple[str | None, bool]:
+    """(the installed version of ``pin``'s distribution or None, whether it satisfies the pin
+    ``name==v`` / ``name>=v``)."""
     import importlib.metadata
 
     for op in ("==", ">="):
@@ -198,13 +199,13 @@ def _pin_problem(pin: str) -> str | None:
     try:
         have = importlib.metadata.version(name)
     except importlib.metadata.PackageNotFoundError:
-        return pin
+        return None, False
     ok = (
         (_version_tuple(have) == _version_tuple(want))
         if op == "=="
         else (_version_tuple(have) >= _version_tuple(want))
     )
-    return None if ok else f"{pin} (found {have})"
+    return have, ok
 
 
 @dataclass(frozen=True)
@@ -255,20 +256,37 @@ class KernelSpec:
         return f"{self.backend}/{self.name}"
 
     def missing_requirements(self) -> list[str]:
-        """Modules in ``requires`` not importable here and ``pins`` not met (nothing imported)."""
-        missing = []
-        for mod in self.requires:
+        """Modules in ``requires`` not importable here and ``pins`` not met (nothing imported):
+        a pin names its distribution when it is not installed, and the version found when that
+        does not meet it."""
+        return self._unmet(missing=True, drift=True)
+
+    def missing_modules(self) -> list[str]:
+        """Modules in ``requires`` not importable here and pinned distributions not installed."""
+        return self._unmet(missing=True, drift=False)
+
+    def pin_drift(self) -> list[str]:
+        """Pins whose distribution is installed at a version that does not meet them, each as
+        ``"name==v (found w)"``: the DSL is there, but not the release the kernel is written
+        for."""
+        return self._unmet(missing=False, drift=True)
+
+    def _unmet(self, missing: bool, drift: bool) -> list[str]:
+        unmet = []
+        for mod in self.requires if missing else ():
             try:
                 found = importlib.util.find_spec(mod) is not None
             except (ImportError, ValueError):
                 found = False
             if not found:
-                missing.append(mod)
+                unmet.append(mod)
         for pin in self.pins:
-            problem = _pin_problem(pin)
-            if problem:
-                missing.append(problem)
-        return missing
+            have, ok = _installed_version(pin)
+            if have is None and missing:
+                unmet.append(pin)
+            elif have is not None and not ok and drift:
+                unmet.append(f"{pin} (found {have})")
+        return unmet
 
     def load(self) -> Kernel:
         """Import the kernel's module and return its :class:`Kernel`, checking identity."""

@@ -174,13 +174,17 @@ def _check_from(d: Any, where: str) -> CheckResult | None:
         return None
     if not isinstance(d, dict):
         raise ResultsError(f"{where}: check must be an object")
-    extra = {}
+    extra: dict[str, Any] = {}
     if "passed" not in d:  # version 1 did not store it: it follows from the stored metrics
         extra["passed"] = bool(
             d.get("nonfinite") == 0
             and d.get("max_abs_err", 1) <= d.get("atol", 0)
             and d.get("rel_err", 1) <= d.get("rtol", 0)
         )
+    faults = _opt(d, "faults", list, f"{where} check")  # absent before the guard band
+    d = {k: v for k, v in d.items() if k != "faults"}
+    if faults:
+        extra["faults"] = tuple(str(f) for f in faults)
     return _nested(CheckResult, d, f"{where} check", extra)
 
 

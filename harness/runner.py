@@ -5,7 +5,9 @@ asked for (its own choice by default, the ones named by ``--config``, or all val
 ``--tune``) — is prepared in the kernel's own worker process (resolve config -> supports ->
 compile -> correctness check on fresh inputs). What passes is then timed in ``rounds``
 round-robin passes (unit 1, unit 2, ..., unit 1, ...), so clock or thermal drift during a
-problem affects every unit alike; the samples of all rounds are pooled. Any timeout, crash or
+problem affects every unit alike; the samples of all rounds are pooled. The first round also
+re-checks one timed launch's output (``measure`` with ``recheck``): a unit that fails it is
+recorded ``wrong`` ("after timing: ...") and timed no further. Any timeout, crash or
 exception is recorded against that kernel, config and problem, its worker is replaced, and the
 run goes on. Records are yielded as soon as they are final.
 """
@@ -188,6 +190,14 @@ class Runner:
         )
         return _Unit(spec, request, rec)
 
+    def _release(self, unit: _Unit, problem: Problem) -> None:
+        """Drop ``unit``'s launch function (and what it holds on the device) in its worker."""
+        self._call(
+            unit.spec,
+            unit.record,
+            {"op": "release", "problem": problem, "config": unit.record.config},
+        )
+
     def _restore(
         self, spec: KernelSpec, problem: Problem, timed: list[_Unit]
     ) -> Iterator[BenchRecord]:
@@ -240,6 +250,8 @@ class Runner:
                         "warmup_s": t.warmup_s if rnd == 0 else min(0.2, t.warmup_s),
                         "min_samples": math.ceil(t.min_samples / t.rounds),
                         "min_time_s": t.min_time_s / t.rounds,
+                        # once per problem, in the round with the full warm-up
+                        "recheck": rnd == 0,
                     },
                 )
                 if isinstance(reply, BenchRecord):
@@ -248,16 +260,25 @@ class Runner:
                     yield reply
                     yield from self._restore(unit.spec, problem, timed)
                     continue
+                recheck = reply.get("recheck")
+                if recheck is not None and not recheck.passed:
+                    timed.remove(unit)
+                    self._release(unit, problem)
+                    wrong = replace(
+                        unit.record,
+                        status=Status.WRONG,
+                        reason=f"after timing: {recheck.failure()}",
+                        check=recheck,
+                    )
+                    self.log(_line(wrong))
+                    yield wrong
+                    continue
                 samples[id(unit)] += reply["samples"]
                 telemetry[id(unit)].append(reply["telemetry"])
                 rotation[id(unit)] = reply["rotation_sets"]
         finished: list[BenchRecord] = []
         for unit in timed:
-            self._call(
-                unit.spec,
-                unit.record,
-                {"op": "release", "problem": problem, "config": unit.record.config},
-            )
+            self._release(unit, problem)
             stats = summarize(samples[id(unit)])
             tel = merge(telemetry[id(unit)])
             tflops = problem.flops / (stats.median_ms * 1e-3) / 1e12

@@ -217,7 +217,12 @@ def time_launches(
     max_samples: int,
     device: str = "cuda",
 ) -> list[float]:
-    """Per-launch times (ms): at least ``min_samples`` and ``min_time_s`` of GPU time."""
+    """Per-launch times (ms): at least ``min_samples`` and ``min_time_s`` of GPU time.
+
+    Launches walk ``sets`` in order from ``sets[0]``, and the first batch of kept samples
+    starts there too: ``sets[0]`` always receives a timed launch's output, which the worker
+    re-checks after timing.
+    """
     clock = _Clock(device)
     # A first small batch measures the launch time and the host's enqueue time per launch, so
     # the rest can be sized, and held back long enough for the host to get ahead of the GPU.

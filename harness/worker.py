@@ -8,7 +8,8 @@ crash is confined to this process. Commands:
 ``describe``     the kernel's config menu (names), or None without a config space
 ``configs_for``  the menu entries ``bench --tune`` times for a problem (``top``: the best ranked)
 ``prepare``      resolve the config, ask ``supports``, ``compile`` (timed), check correctness
-``measure``      allocate rotated input sets, warm up, time launches with NVML telemetry, free
+``measure``      allocate rotated input sets, warm up, time launches with NVML telemetry, free;
+                 with ``recheck``, check one timed launch's output as ``prepare`` checks
 ``release``      drop a prepared (problem, config) launch
 ``codegen``      compile for an arch without running (``Kernel.codegen``)
 ``exit``         leave the loop
@@ -134,9 +135,7 @@ def _prepare(state: _State, problem: Problem, checks: int, request: str | None) 
         torch.cuda.empty_cache()  # many workers share the GPU: keep only what kernels hold
     return {
         "status": "ok" if result.passed else "wrong",
-        "reason": None
-        if result.passed
-        else f"result differs from torch.matmul: {result.summary()}",
+        "reason": result.failure(),
         "compile_s": compile_s,
         "check": result,
         **fields,
@@ -151,10 +150,16 @@ def _measure(
     warmup_s: float,
     min_samples: int,
     min_time_s: float,
+    recheck: bool = False,
 ) -> dict[str, Any]:
+    """Time the prepared launch over rotated input sets. With ``recheck``, the first set is a
+    :class:`~harness.check.LaunchWitness`: its D is poisoned again after the warm-up, so what
+    it holds after timing is a timed launch's output (``time_launches`` always launches
+    ``sets[0]``), and it is checked like the correctness check's (values, guard band, A and B
+    unchanged). A kernel that is right once and wrong when launched back to back fails here."""
     import torch
 
-    from harness.check import random_operands
+    from harness.check import LaunchWitness, random_operands, synchronize
     from harness.telemetry import TelemetrySampler
     from harness.timing import TimerSettings, rotation_sets, time_launches, warm_up
 
@@ -169,22 +174,34 @@ def _measure(
     else:
         l2 = 0
     n_sets = rotation_sets(problem, l2, ts)
-    sets = []
-    for _ in range(n_sets):
+    witness = LaunchWitness(problem, state.device) if recheck else None
+    sets = [] if witness is None else [(witness.a, witness.b, witness.d)]
+    checked = None
+    while len(sets) < n_sets:
         a, b = random_operands(problem, state.device)
         d = torch.full((problem.m, problem.n), math.nan, device=state.device, dtype=a.dtype)
         sets.append((a, b, d))
     try:
         warm_up(launch, sets, warmup_s, state.device)
+        if witness is not None:
+            witness.out.poison()
         with TelemetrySampler(enabled=state.device == "cuda") as tel:
             samples = time_launches(
                 launch, sets, min_samples, min_time_s, ts.max_samples, state.device
             )
+        if witness is not None:
+            synchronize(state.device)
+            checked = witness.inspect()
     finally:
-        del sets
+        del sets, witness
         if state.device == "cuda":
             torch.cuda.empty_cache()
-    return {"samples": samples, "telemetry": tel.summary(), "rotation_sets": n_sets}
+    return {
+        "samples": samples,
+        "telemetry": tel.summary(),
+        "rotation_sets": n_sets,
+        "recheck": checked,
+    }
 
 
 def _codegen(state: _State, problem: Problem, arch: str, request: str | None) -> dict[str, Any]:
@@ -242,6 +259,7 @@ def serve(conn: Connection, spec: KernelSpec | None, device: str) -> None:
                     cmd["warmup_s"],
                     cmd["min_samples"],
                     cmd["min_time_s"],
+                    cmd.get("recheck", False),
                 )
             elif op == "codegen":
                 reply = _codegen(state, cmd["problem"], cmd["arch"], cmd.get("config"))

@@ -5,7 +5,9 @@ from __future__ import annotations
 import os
 import sys
 import tomllib
+from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -81,6 +83,36 @@ def plugin_on_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     yield
     sys.modules.pop("toy_gemm_plugin", None)
     sys.modules.pop("toy_gemm_plugin.kernels", None)
+
+
+# --- What a missing piece meant ---------------------------------------------------------------
+# A skip must say what did not run and why, and whether a missing DSL or toolchain would have
+# been a failure here (tests/expectations.py): the last section of the summary says both.
+_OUTCOMES = ("passed", "failed", "skipped", "error", "xfailed", "xpassed")
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    from expectations import policy_lines
+
+    stats = terminalreporter.stats
+    reasons: Counter[str] = Counter()
+    for rep in stats.get("skipped", []):
+        longrepr = getattr(rep, "longrepr", None)
+        if isinstance(longrepr, tuple) and len(longrepr) == 3:
+            reasons[str(longrepr[2]).removeprefix("Skipped: ")] += 1
+    paths = {
+        str(getattr(rep, "nodeid", "")).split("::")[0]
+        for key in _OUTCOMES
+        for rep in stats.get(key, [])
+    }
+    dsl_tests = any(p.startswith(("tests/compile", "tests/gpu")) for p in paths)
+    if not (dsl_tests or reasons):
+        return
+    terminalreporter.section("what was expected here", sep="-")
+    for line in policy_lines():
+        terminalreporter.line(line)
+    for reason, count in reasons.most_common():
+        terminalreporter.line(f"skipped because: {reason} ({count})")
 
 
 # --- Quiet exit after Triton -------------------------------------------------------------------

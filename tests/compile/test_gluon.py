@@ -2,7 +2,9 @@
 
 Runs on a CPU in a venv holding only ``triton==3.9.0`` + pytest + this repo (no torch): Gluon's
 ``GluonASTSource`` + ``triton.compile(target=GPUTarget(...))`` emit PTX and a cubin offline.
-Each kernel's PTX is checked for the instructions that define its rung.
+Each kernel's PTX is checked for the instructions that define its rung. Where Triton is not
+installed the module skips, unless the session installs it (``tests/expectations.py``): then it
+fails. Spills are read with the ptxas Triton bundles, so they are always known.
 """
 
 from __future__ import annotations
@@ -11,14 +13,14 @@ import random
 import re
 
 import pytest
-
-pytest.importorskip("triton.experimental.gluon", reason="Gluon (triton==3.9.0) not installed")
-
 from compile_checks import assert_identity_and_supports, assert_listing_imports_no_dsl
+from expectations import require_dsl
 
 from backends.gluon import kernels
 from harness.protocol import Problem, Rung
 from harness.tile_cost import HOPPER, MIN_K_PER_SPLIT
+
+require_dsl("gluon", "triton.experimental.gluon", "Gluon (triton==3.9.0)")
 
 SPECS = kernels()
 PROBLEM = Problem(4096, 4096, 4096, "fp16")
@@ -219,7 +221,7 @@ def test_r8_code_paths(problem, knobs):
     transposed = config.swap_ab and config.split_k == 1
     assert bool(re.search(r"stmatrix\.sync\.aligned\.\S*\.trans", ptx)) == transposed
     assert not re.search(r"\b(atom|red)\.", ptx)
-    assert art.spill_bytes in (None, 0)
+    assert art.spill_bytes == 0, f"{config.name}: spills {art.spill_bytes} (None: no ptxas log)"
     assert art.shared_bytes is not None and art.shared_bytes <= 227 * 1024
     # only a stream-K segment stores from registers: its fp32 partial, 32 bits a store
     assert bool(re.search(r"st\.global", ptx)) == config.stream_k

@@ -1,4 +1,5 @@
-"""CuTeDSL-specific GPU checks (skipped without a Hopper GPU or without nvidia-cutlass-dsl).
+"""CuTeDSL-specific GPU checks (skipped without a Hopper GPU; without nvidia-cutlass-dsl skipped
+too, unless the session installs it: ``tests/expectations.py``).
 
 The generic correctness tests over every registered kernel live beside this file; these check
 what is particular to this backend: one compile per (dtype, variant) serves every shape, and
@@ -8,11 +9,12 @@ the N % 8 != 0 variant (direct stores instead of the TMA store) is exact too.
 from __future__ import annotations
 
 import pytest
+from expectations import require_dsl
 
 from backends.cutedsl import kernels
 from harness.protocol import Problem
 
-pytest.importorskip("cutlass", reason="nvidia-cutlass-dsl is not installed")
+require_dsl("cutedsl", "cutlass", "CuTeDSL (nvidia-cutlass-dsl)")
 torch = pytest.importorskip("torch")
 
 pytestmark = pytest.mark.gpu

@@ -7,14 +7,19 @@ ragged. Rung 1 may refuse shapes that are not tile multiples; rungs 2-7 must acc
 problem. ``pytest tests/gpu --backend NAME`` restricts the run to one backend (what
 ``nox -s tests`` does, each backend in its own environment); ``--config-shard K/N`` checks only
 every N-th menu entry from the K-th, to split a long menu over time-limited GPU jobs.
+
+A kernel whose DSL is absent skips, unless the session installs that DSL; a DSL installed at
+another version than its pin fails, unless ``GEMM_STUDY_ALLOW_PIN_DRIFT=1`` asks to test the
+installed version (``tests/expectations.py``). A kernel that does not load fails.
 """
 
 from __future__ import annotations
 
 import pytest
+from expectations import require_runnable
 
 from harness.problems import expand
-from harness.protocol import ARCH_CAPABILITY, KernelSpec, Rung
+from harness.protocol import KernelSpec, Rung
 from harness.records import Status
 from harness.registry import discover
 from harness.runner import Runner, RunSettings
@@ -37,11 +42,7 @@ def _only_selected_backends(request: pytest.FixtureRequest) -> None:
 
 
 def _runnable(spec: KernelSpec) -> None:
-    want = ARCH_CAPABILITY[spec.arch]
-    if want is not None and tuple(CAP) != want:
-        pytest.skip(f"{spec.arch} kernel on an sm_{CAP[0]}{CAP[1]} GPU")
-    if spec.missing_requirements():
-        pytest.skip(f"not installed: {spec.missing_requirements()}")
+    require_runnable(spec, CAP)
 
 
 def _failures(spec: KernelSpec, records) -> list[str]:
@@ -99,7 +100,9 @@ def test_every_config_is_correct(spec: KernelSpec, request: pytest.FixtureReques
     _runnable(spec)
     with Runner([spec], RunSettings(measure=False, timeout_s=300)) as runner:
         menu = runner.menus()[spec.id]
-    if not isinstance(menu, list):
+    if isinstance(menu, str):
+        pytest.fail(f"{spec.id} does not load: {menu}", pytrace=False)
+    if menu is None:
         pytest.skip(f"{spec.id} declares no configs")
     names = config_shard(menu, request.config.getoption("--config-shard"))
     problems = expand(["smoke", "ragged"], ["fp16", "bf16"])

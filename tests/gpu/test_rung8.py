@@ -9,10 +9,11 @@ Through the harness's isolated runner (check only), like ``test_kernels.py``.
 from __future__ import annotations
 
 import pytest
+from expectations import require_runnable
 
 from harness.gemm import Problem, cdiv
 from harness.problems import expand
-from harness.protocol import ARCH_CAPABILITY, KernelSpec, Rung
+from harness.protocol import KernelSpec, Rung
 from harness.records import Status
 from harness.registry import discover
 from harness.runner import Runner, RunSettings
@@ -64,11 +65,7 @@ def _tail(problem: Problem, name: str) -> bool:
 
 @pytest.mark.parametrize("spec", SPECS, ids=[s.id for s in SPECS])
 def test_stream_k_and_new_tiles_are_correct(spec: KernelSpec) -> None:
-    want = ARCH_CAPABILITY[spec.arch]
-    if want is not None and CAP != want:
-        pytest.skip(f"{spec.arch} kernel on an sm_{CAP[0]}{CAP[1]} GPU")
-    if spec.missing_requirements():
-        pytest.fail(f"{spec.id}: not installed: {spec.missing_requirements()}")
+    require_runnable(spec, CAP)
     with Runner([spec], RunSettings(measure=False, timeout_s=300)) as runner:
         menu = runner.menus()[spec.id]
     assert isinstance(menu, list), f"{spec.id} failed to load or declares no configs: {menu}"

@@ -1,5 +1,6 @@
 """End to end through the CLI on a CPU: an out-of-tree plugin's kernels that succeed, compute
-wrong results, raise, crash their process and hang are each recorded, and the run completes."""
+wrong results, store past the end of D, modify A, go wrong only once timed, raise, crash their
+process and hang are each recorded, and the run completes."""
 
 from __future__ import annotations
 
@@ -75,7 +76,7 @@ def test_bench_records_every_failure_and_finishes(plugin_env, tmp_path: Path) ->
     assert r.returncode == 1, r.stdout + r.stderr  # --strict: failures present
     doc = load(out)
     got = {(rec.kernel, rec.problem_key): rec for rec in doc.bench}
-    assert len(got) == 8 * 2
+    assert len(got) == 11 * 2
     for key in ("64x64x64-fp16", "100x72x40-fp16"):
         assert got[("toy/ok", key)].status == Status.OK
         assert got[("toy/ok", key)].timing.n >= 20
@@ -88,6 +89,14 @@ def test_bench_records_every_failure_and_finishes(plugin_env, tmp_path: Path) ->
         assert got[("toy/crash", key)].status == Status.ERROR
         assert "died" in got[("toy/crash", key)].reason
         assert got[("toy/hang", key)].status == Status.TIMEOUT
+        overrun = got[("toy/overrun", key)]  # D itself is right: the guard band says why not
+        assert overrun.status == Status.WRONG and overrun.check.faults
+        assert overrun.reason == "wrote 3 elements past the end of D", overrun.reason
+        assert got[("toy/clobber", key)].status == Status.WRONG
+        assert got[("toy/clobber", key)].reason.startswith("modified A (")
+        stale = got[("toy/stale", key)]  # passes the check, fails once launched back to back
+        assert stale.status == Status.WRONG and stale.timing is None
+        assert stale.reason.startswith("after timing: result differs from torch.matmul")
         tuned = got[("toy/tuned", key)]
         assert tuned.status == Status.OK and tuned.selected is True
         assert (tuned.config, tuned.config_values) == ("split=1", {"split": 1})
@@ -95,7 +104,7 @@ def test_bench_records_every_failure_and_finishes(plugin_env, tmp_path: Path) ->
     assert got[("toy/picky", "100x72x40-fp16")].status == Status.UNSUPPORTED
     assert "multiples of 64" in got[("toy/picky", "100x72x40-fp16")].reason
     assert "[2/2] 100x72x40-fp16" in r.stdout  # progress output
-    assert (tmp_path / "run.csv").read_text().count("toy/") == 16
+    assert (tmp_path / "run.csv").read_text().count("toy/") == 22
 
 
 def _bench_tuned(

@@ -1,21 +1,29 @@
 from __future__ import annotations
 
 import json
-from dataclasses import replace
+from dataclasses import fields, replace
 from pathlib import Path
 
 import pytest
 
+from harness.check import CheckResult
+from harness.protocol import Problem
+from harness.records import BenchRecord, CodegenRecord, Stats, Status, Telemetry
 from harness.results import (
     SCHEMA_VERSION,
+    Document,
     ResultsError,
     ResultsWriter,
+    document_to_json,
     load,
     load_many,
     to_csv,
 )
 
-FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "bench_small.json"
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+FIXTURE = FIXTURES / "bench_small.json"
+#: Hand-written documents holding every field of the schema, each with a value of its own.
+ALL_FIELDS = {kind: FIXTURES / f"results_all_fields_{kind}.json" for kind in ("bench", "codegen")}
 
 
 def test_fixture_roundtrips_and_exports_csv(tmp_path: Path) -> None:
@@ -134,3 +142,129 @@ def test_git_sha_override_wins_over_a_stale_checkout(monkeypatch, tmp_path) -> N
     assert git_state() == {"git_sha": "abc1234", "git_dirty": None}
     monkeypatch.delenv("GEMM_STUDY_GIT_SHA")
     assert git_state(tmp_path)["git_sha"] is None  # no checkout there, nothing named
+
+
+# -- every field of the schema, against hand-written files ---------------------------------------
+def test_every_field_of_a_bench_document_is_read() -> None:
+    doc = load(ALL_FIELDS["bench"])
+    assert (doc.kind, doc.created, doc.finished, doc.elapsed_s) == (
+        "bench",
+        "2026-11-23T01:02:03+00:00",
+        "2026-11-23T01:09:03+00:00",
+        420.0,
+    )
+    assert doc.environment == {"gpu": "NVIDIA H200", "sm_count": 132, "git_sha": "0123abc"}
+    ok, err = doc.bench
+    assert (ok.kernel, ok.backend, ok.name, ok.rung, ok.rung_name, ok.arch) == (
+        "alpha/sm90/r7_multi_consumer",
+        "alpha",
+        "sm90/r7_multi_consumer",
+        7,
+        "multi_consumer",
+        "sm_90a",
+    )
+    assert (ok.status, ok.reason) == (Status.OK, "a reason kept even when it ran")
+    assert (ok.config, ok.config_values) == ("group=8,raster=m", {"group": 8, "raster": "m"})
+    assert ok.problem == Problem(1000, 3000, 512, "bf16") and ok.problem_key == "1000x3000x512-bf16"
+    assert (ok.selected, ok.compile_s, ok.rotation_sets) == (False, 12.5, 37)
+    assert ok.check == CheckResult(
+        passed=True,
+        max_abs_err=0.0625,
+        rel_err=0.00125,
+        nonfinite=0,
+        atol=0.70710678,
+        rtol=0.0078125,
+        checks=2,
+        faults=("a fault kept for the round trip",),
+    )
+    assert ok.timing == Stats(
+        n=400, median_ms=0.04, p20_ms=0.039, p80_ms=0.041, mean_ms=0.0402, min_ms=0.038, cv=0.021
+    )
+    assert (ok.tflops, ok.tflops_per_ghz, ok.pct_of_cublas) == (76.8, 48.0, 125.0)
+    assert ok.telemetry == Telemetry(
+        samples=51,
+        sm_clock_mhz_mean=1600.0,
+        sm_clock_mhz_min=1545.0,
+        sm_clock_mhz_max=1755.0,
+        power_w_mean=612.5,
+        power_w_max=699.0,
+        temp_c_max=61.0,
+    )
+    assert ok.traceback is None
+    assert (err.status, err.reason, err.config, err.problem) == (
+        Status.ERROR,
+        "RuntimeError: it broke",
+        None,
+        Problem(64, 64, 64, "fp16"),
+    )
+    assert err.traceback == "Traceback (most recent call last):\n  RuntimeError: it broke\n"
+    assert (err.check, err.timing, err.telemetry, err.tflops) == (None, None, None, None)
+
+
+def test_every_field_of_a_codegen_document_is_read() -> None:
+    doc = load(ALL_FIELDS["codegen"])
+    assert (doc.kind, doc.created, doc.finished, doc.elapsed_s) == (
+        "codegen",
+        "2026-11-23T02:00:00+00:00",
+        "2026-11-23T02:00:09+00:00",
+        9.0,
+    )
+    (rec,) = doc.codegen
+    assert rec == CodegenRecord(
+        kernel="beta/sm100/r6_cluster2",
+        backend="beta",
+        name="sm100/r6_cluster2",
+        rung=6,
+        rung_name="cluster2",
+        arch="sm_100a",
+        status=Status.OK,
+        reason="compiled, not run",
+        config="cluster=2",
+        config_values={"cluster": 2},
+        registers=168,
+        spill_bytes=0,
+        shared_bytes=197632,
+        compile_seconds=3.25,
+        lines_of_code=412,
+        features=("tma_load", "tcgen05.mma.cta_group::2"),
+        raw_ptx=("setmaxnreg",),
+        notes=("variant=tma",),
+        ptx_bytes=123456,
+    )
+
+
+@pytest.mark.parametrize("kind", list(ALL_FIELDS))
+def test_every_field_is_written_back(kind: str, tmp_path: Path) -> None:
+    """Read, write, compare with the hand-written file: a field the writer drops, renames or
+    changes is a difference here; the written file reads back to the same records."""
+    written = json.loads(ALL_FIELDS[kind].read_text())
+    doc = load(ALL_FIELDS[kind])
+    assert json.loads(json.dumps(document_to_json(doc))) == written
+    out = tmp_path / "again.json"
+    w = ResultsWriter(out, kind, dict(doc.environment))
+    for rec in doc.records:
+        w.add(rec)
+    again = json.loads(out.read_text())
+    assert again["records"] == written["records"]
+    assert load(out).records == doc.records
+
+
+def _nonnull_keys(objs: list[dict]) -> set[str]:
+    return {k for o in objs for k, v in o.items() if v is not None and v != [] and v != {}}
+
+
+def test_the_fixtures_hold_every_field_of_the_schema() -> None:
+    """Each record dataclass's every field, and every nested one, has a value in the
+    hand-written files: a field added to the records must be added there too."""
+    bench = json.loads(ALL_FIELDS["bench"].read_text())
+    codegen = json.loads(ALL_FIELDS["codegen"].read_text())
+    for doc in (bench, codegen):
+        fields_of_doc = {f.name for f in fields(Document)} - {"source"}
+        assert fields_of_doc | {"schema", "schema_version"} <= _nonnull_keys([doc])
+    records = bench["records"]
+    assert {f.name for f in fields(BenchRecord)} | {"problem_key"} <= _nonnull_keys(records)
+    assert {f.name for f in fields(CodegenRecord)} <= _nonnull_keys(codegen["records"])
+    for key, cls in (("check", CheckResult), ("timing", Stats), ("telemetry", Telemetry)):
+        nested = [r[key] for r in records if r.get(key)]
+        assert {f.name for f in fields(cls)} <= _nonnull_keys(nested), key
+    assert {f.name for f in fields(Problem)} <= _nonnull_keys([r["problem"] for r in records])

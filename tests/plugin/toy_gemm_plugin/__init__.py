@@ -13,6 +13,9 @@ KINDS = {
     "partial": (Rung.CLUSTER2, "leaves the last output row unwritten"),
     "picky": (Rung.MULTI_CONSUMER, "supports only multiples of 64"),
     "tuned": (Rung.MULTI_CONSUMER, "correct, with a config space (split K into 1, 2 or 4)"),
+    "overrun": (Rung.PIPELINED, "correct D, plus 3 elements stored past its end"),
+    "clobber": (Rung.PERSISTENT, "correct D, but uses A's first row as scratch"),
+    "stale": (Rung.WARP_SPECIALIZED, "correct on its first two launches only, then stores nothing"),
 }
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import os
 import time
 from dataclasses import dataclass
@@ -44,8 +45,13 @@ class Toy:
         import torch
 
         name = self.name
+        launches = itertools.count()
 
         def launch(a: Any, b: Any, out: Any) -> None:
+            # Like a tile counter kept in a workspace and never reset: right while the harness
+            # checks (two launches), wrong once launched back to back.
+            if name == "stale" and next(launches) >= 2:
+                return
             if name == "raise":
                 raise RuntimeError("toy kernel failed on purpose")
             if name == "crash":
@@ -60,6 +66,10 @@ class Toy:
                 out[:-1].copy_(res[:-1])
             else:
                 out.copy_(res)
+            if name == "overrun":
+                _store_past_the_end(out, 3)
+            if name == "clobber":
+                a[0].zero_()
 
         return launch
 
@@ -73,6 +83,18 @@ class Toy:
             shared_bytes=1024,
             raw_ptx=("setmaxnreg",),
         )
+
+
+def _store_past_the_end(out: Any, count: int) -> None:
+    """Store ``count`` zeros right after the last element of ``out``, as an unmasked store at a
+    ragged edge would. Where ``out``'s own allocation ends there (no guard band around it) a GPU
+    kernel would corrupt whatever memory follows, unseen; the toy cannot reach that memory and
+    stores nothing, which is just as unseen."""
+    import torch
+
+    end = out.storage_offset() + out.numel()
+    if out.untyped_storage().nbytes() // out.element_size() >= end + count:
+        torch.as_strided(out, (count,), (1,), end).zero_()
 
 
 @dataclass(frozen=True)
@@ -143,3 +165,6 @@ CRASH = Toy("crash", Rung.PERSISTENT)
 HANG = Toy("hang", Rung.WARP_SPECIALIZED)
 PARTIAL = Toy("partial", Rung.CLUSTER2)
 PICKY = Toy("picky", Rung.MULTI_CONSUMER)
+OVERRUN = Toy("overrun", Rung.PIPELINED)
+CLOBBER = Toy("clobber", Rung.PERSISTENT)
+STALE = Toy("stale", Rung.WARP_SPECIALIZED)

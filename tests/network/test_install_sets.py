@@ -8,8 +8,10 @@ decides, and checks that the set holds one version of each distribution, a CUDA 
 the Triton the Gluon kernels need, and that every requirement of every member is met by the set
 (what ``pip check`` would say after installing it).
 
-Needs the package index: skipped with ``GEMM_STUDY_OFFLINE=1`` (the offline GPU host) and when
-the index does not answer. Each resolution takes about 25 s; they run in parallel.
+Needs the package index, so it lives apart from the unit tests (``tests/network``, marker
+``network``; ``nox -s "tests(network)"`` runs it, and CI with it): skipped with
+``GEMM_STUDY_OFFLINE=1`` (the offline GPU host) and when the index does not answer. Each
+resolution takes about 25 s; they run in parallel.
 """
 
 from __future__ import annotations
@@ -32,6 +34,8 @@ import pytest
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import Version
+
+pytestmark = pytest.mark.network
 
 ROOT = Path(__file__).resolve().parents[2]
 

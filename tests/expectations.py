@@ -1,0 +1,174 @@
+"""What a test session expects to find installed, and what a missing piece means there.
+
+A skip must never turn a broken install into a green run, so three settings decide:
+
+``GEMM_STUDY_EXPECT_DSL=<backend>[,<backend>...]``
+    The backends whose DSL this session installed (``nox -s tests`` sets it in each backend's
+    session). Their compile and GPU tests *fail* when the DSL does not import — also when the
+    package is there but one of its own imports is missing (Tilus without ``cuda-bindings``).
+    Any other backend's tests skip when its DSL is absent: it is not meant to be here.
+``GEMM_STUDY_REQUIRE_TOOLCHAIN=1`` (or ``CI`` set, as CI services do)
+    nvcc/ptxas missing where a test needs them is a failure (``.ci/run`` exports it); elsewhere
+    it is a skip that names what did not run. ``GEMM_STUDY_REQUIRE_TOOLCHAIN=0`` overrides ``CI``.
+``GEMM_STUDY_ALLOW_PIN_DRIFT=1``
+    A DSL installed at another version than its pin fails its GPU tests unless this is set; with
+    it they run against the installed version and warn.
+
+``tests/conftest.py`` prints these settings and every skip reason at the end of the session.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import shutil
+import warnings
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Literal
+
+import pytest
+
+from harness.protocol import KernelSpec
+
+EXPECT_DSL = "GEMM_STUDY_EXPECT_DSL"
+REQUIRE_TOOLCHAIN = "GEMM_STUDY_REQUIRE_TOOLCHAIN"
+ALLOW_PIN_DRIFT = "GEMM_STUDY_ALLOW_PIN_DRIFT"
+
+Verdict = tuple[Literal["skip", "fail", "warn"], str]
+
+
+def _flag(value: str | None) -> bool | None:
+    """True/False for a set flag, None for an unset or empty one."""
+    if value is None or not value.strip():
+        return None
+    return value.strip().lower() not in ("0", "false", "no", "off")
+
+
+def expected_dsls(environ: Mapping[str, str] = os.environ) -> frozenset[str]:
+    """The backends whose DSL this session installed (``GEMM_STUDY_EXPECT_DSL``)."""
+    return frozenset(b.strip() for b in environ.get(EXPECT_DSL, "").split(",") if b.strip())
+
+
+def toolchain_required(environ: Mapping[str, str] = os.environ) -> bool:
+    """Whether a missing nvcc/ptxas fails (CI) rather than skips."""
+    explicit = _flag(environ.get(REQUIRE_TOOLCHAIN))
+    return explicit if explicit is not None else bool(_flag(environ.get("CI")))
+
+
+def pin_drift_allowed(environ: Mapping[str, str] = os.environ) -> bool:
+    return bool(_flag(environ.get(ALLOW_PIN_DRIFT)))
+
+
+def require_dsl(backend: str, module: str, what: str) -> None:
+    """Import ``module`` (the DSL of ``backend``, described as ``what``) for a test module.
+
+    Fails (at collection) when the session installed that DSL, skips the module otherwise.
+    """
+    try:
+        importlib.import_module(module)
+        return
+    except ImportError as e:
+        error = f"{type(e).__name__}: {e}"
+    # (outside the handler: the report then shows this line, not a chain of tracebacks)
+    if backend in expected_dsls():
+        pytest.fail(
+            f"{what} does not import in a session that installs it "
+            f"({EXPECT_DSL}={os.environ.get(EXPECT_DSL)}): {error}",
+            pytrace=False,
+        )
+    pytest.skip(
+        f"{what} is not installed here (not expected: nox -s 'tests({backend})' installs it)",
+        allow_module_level=True,
+    )
+
+
+def find_nvcc() -> str | None:
+    """nvcc on PATH or the CUDA toolkit's (None if there is none)."""
+    for cand in (shutil.which("nvcc"), "/usr/local/cuda/bin/nvcc", "/usr/local/bin/nvcc"):
+        if cand and Path(cand).is_file():
+            return cand
+    return None
+
+
+def require_tool(name: str, path: str | None, needed_for: str) -> str:
+    """``path`` if the CUDA tool ``name`` was found; else fail (CI) or skip, saying what did
+    not run (``needed_for``). Usable at module level and inside a test."""
+    if path:
+        return path
+    missing = f"{name} (CUDA toolkit) not found: {needed_for}"
+    if toolchain_required():
+        pytest.fail(f"{missing}; required here ({REQUIRE_TOOLCHAIN} / CI)", pytrace=False)
+    pytest.skip(
+        f"{missing}; optional here ({REQUIRE_TOOLCHAIN}=1 makes it a failure)",
+        allow_module_level=True,
+    )
+    raise AssertionError("unreachable")  # pytest.skip raises
+
+
+def kernel_verdict(spec: KernelSpec, expected: frozenset[str], allow_drift: bool) -> Verdict | None:
+    """Whether ``spec``'s GPU tests can run here: None (run), or a skip, a failure or a warning
+    (run anyway) with its reason."""
+    missing = spec.missing_modules()
+    if missing:
+        if spec.backend in expected:
+            return (
+                "fail",
+                f"{spec.id}: this session installs {spec.backend} but lacks {', '.join(missing)}",
+            )
+        return ("skip", f"not installed: {', '.join(missing)}")
+    drift = spec.pin_drift()
+    if drift:
+        if allow_drift:
+            return (
+                "warn",
+                f"{spec.id}: tested against {', '.join(drift)} ({ALLOW_PIN_DRIFT}=1)",
+            )
+        return (
+            "fail",
+            f"{spec.id}: installed versions differ from the pins: {', '.join(drift)}; set "
+            f"{ALLOW_PIN_DRIFT}=1 to test the installed versions anyway",
+        )
+    return None
+
+
+def policy_lines(environ: Mapping[str, str] = os.environ) -> list[str]:
+    """The settings above, one line each, as the session summary prints them."""
+    dsls = expected_dsls(environ)
+    return [
+        (
+            f"DSLs this session installs ({EXPECT_DSL}): {', '.join(sorted(dsls))}; one that "
+            "does not import fails"
+            if dsls
+            else f"no DSL expected ({EXPECT_DSL} unset): a DSL that does not import skips"
+        ),
+        (
+            "nvcc/ptxas: required, missing is a failure"
+            if toolchain_required(environ)
+            else f"nvcc/ptxas: optional, missing is a skip ({REQUIRE_TOOLCHAIN}=1 or CI to fail)"
+        ),
+        (
+            f"pin drift: allowed, tested against the installed versions ({ALLOW_PIN_DRIFT}=1)"
+            if pin_drift_allowed(environ)
+            else f"pin drift: a failure ({ALLOW_PIN_DRIFT}=1 tests the installed versions)"
+        ),
+    ]
+
+
+def require_runnable(spec: KernelSpec, capability: tuple[int, int]) -> None:
+    """Skip, fail or warn for a GPU test of ``spec`` on a GPU of ``capability`` (another arch:
+    skip; then :func:`kernel_verdict` under this session's settings)."""
+    from harness.protocol import ARCH_CAPABILITY
+
+    want = ARCH_CAPABILITY[spec.arch]
+    if want is not None and tuple(capability) != want:
+        pytest.skip(f"{spec.arch} kernel on an sm_{capability[0]}{capability[1]} GPU")
+    verdict = kernel_verdict(spec, expected_dsls(), pin_drift_allowed())
+    if verdict is None:
+        return
+    action, reason = verdict
+    if action == "fail":
+        pytest.fail(reason, pytrace=False)
+    if action == "skip":
+        pytest.skip(reason)
+    warnings.warn(reason, stacklevel=3)

@@ -1,0 +1,122 @@
+"""The numbers the study publishes, computed by the runner from kernels of known duration.
+
+The workers are replaced by fakes that answer ``prepare`` with a pass and ``measure`` with the
+samples and clock a kernel of known duration would give, so every figure below goes through
+the runner's own arithmetic (``harness/runner.py``, ``Problem.flops`` in ``harness/gemm.py``)
+and is compared with a hand computation.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from harness.check import CheckResult
+from harness.protocol import KernelSpec, Problem, Rung
+from harness.records import Status
+from harness.runner import Runner, RunSettings
+from harness.telemetry import Telemetry
+from harness.timing import TimerSettings
+
+CUBLAS = KernelSpec("cublas", "torch_matmul", Rung.CUBLAS, "any", "reference", module="x")
+KERNEL = KernelSpec("fake", "r7", Rung.MULTI_CONSUMER, "any", "known duration", module="y")
+PASSED = CheckResult(True, 0.01, 1e-4, 0, 0.1, 1e-3, 2)
+
+
+class FakeWorker:
+    """A worker whose kernel takes ``ms`` per launch at ``mhz``; logs the commands it got."""
+
+    def __init__(self, ms: list[float], mhz: float, recheck: CheckResult | None = None) -> None:
+        self.ms = ms
+        self.mhz = mhz
+        self.recheck = recheck
+        self.commands: list[dict[str, Any]] = []
+
+    def call(self, cmd: dict[str, Any], timeout: float) -> dict[str, Any]:
+        self.commands.append(cmd)
+        if cmd["op"] == "prepare":
+            return {"status": "ok", "reason": None, "compile_s": 0.5, "check": PASSED}
+        if cmd["op"] == "measure":
+            return {
+                "samples": list(self.ms),
+                "telemetry": Telemetry(samples=10, sm_clock_mhz_mean=self.mhz),
+                "rotation_sets": 3,
+                "recheck": self.recheck if cmd.get("recheck") else None,
+            }
+        return {"ok": True}
+
+    def stop(self) -> None:
+        pass
+
+    def kill(self) -> None:
+        pass
+
+
+def _run(problem: Problem, workers: dict[str, FakeWorker]) -> dict[str, Any]:
+    settings = RunSettings(device="cpu", timer=TimerSettings(rounds=4))
+    with Runner([CUBLAS, KERNEL], settings) as runner:
+        runner._worker = lambda spec: workers[spec.id]  # type: ignore[method-assign]
+        return {r.kernel: r for r in runner.run([problem])}
+
+
+def test_tflops_and_pct_of_cublas_by_hand() -> None:
+    """1000 x 3000 x 512: 2 * 1000 * 3000 * 512 = 3.072e9 flops. The kernel's median launch is
+    0.04 ms -> 3.072e9 / 4e-5 s = 76.8 TFLOPS, at 1600 MHz 48 TFLOPS/GHz; cuBLAS's 0.05 ms ->
+    61.44 TFLOPS, at 1200 MHz 51.2 TFLOPS/GHz; the kernel is 0.05 / 0.04 = 125 % of cuBLAS."""
+    problem = Problem(1000, 3000, 512)
+    assert problem.flops == 3_072_000_000
+    workers = {
+        CUBLAS.id: FakeWorker([0.049, 0.05, 0.051], mhz=1200.0),
+        KERNEL.id: FakeWorker([0.039, 0.04, 0.041], mhz=1600.0),
+    }
+    got = _run(problem, workers)
+    ref, rec = got[CUBLAS.id], got[KERNEL.id]
+    assert ref.status == rec.status == Status.OK
+    assert rec.timing.median_ms == pytest.approx(0.04)
+    assert rec.timing.n == 4 * 3  # four rounds pooled
+    assert rec.tflops == pytest.approx(76.8, rel=1e-12)
+    assert rec.tflops_per_ghz == pytest.approx(48.0, rel=1e-12)
+    assert rec.pct_of_cublas == pytest.approx(125.0, rel=1e-12)
+    assert ref.tflops == pytest.approx(61.44, rel=1e-12)
+    assert ref.tflops_per_ghz == pytest.approx(51.2, rel=1e-12)
+    assert ref.pct_of_cublas == pytest.approx(100.0)
+    assert rec.telemetry.sm_clock_mhz_mean == 1600.0 and rec.rotation_sets == 3
+
+
+def test_square_problem_by_hand() -> None:
+    """4096^3: 2 * 4096^3 = 137438953472 flops; 0.25 ms -> 549.755813888 TFLOPS; cuBLAS at
+    0.2 ms -> 687.19476736 TFLOPS; the kernel is 80 % of cuBLAS."""
+    workers = {
+        CUBLAS.id: FakeWorker([0.2], mhz=1500.0),
+        KERNEL.id: FakeWorker([0.25], mhz=1500.0),
+    }
+    got = _run(Problem(4096, 4096, 4096), workers)
+    assert got[KERNEL.id].tflops == pytest.approx(549.755813888, rel=1e-12)
+    assert got[CUBLAS.id].tflops == pytest.approx(687.19476736, rel=1e-12)
+    assert got[KERNEL.id].pct_of_cublas == pytest.approx(80.0, rel=1e-12)
+    assert got[KERNEL.id].tflops_per_ghz == pytest.approx(549.755813888 / 1.5, rel=1e-12)
+
+
+def test_a_failed_recheck_after_timing_makes_the_record_wrong() -> None:
+    """The first round's ``measure`` re-checks one timed launch's output (and only the first
+    round: once per problem); a kernel that fails it is recorded wrong, untimed, with the
+    reason, and is not measured again."""
+    bad = CheckResult(
+        False, 0.01, 1e-4, 0, 0.1, 1e-3, 1, faults=("wrote 3 elements past the end of D",)
+    )
+    workers = {
+        CUBLAS.id: FakeWorker([0.2], mhz=1500.0, recheck=PASSED),
+        KERNEL.id: FakeWorker([0.25], mhz=1500.0, recheck=bad),
+    }
+    got = _run(Problem(256, 256, 256), workers)
+    rec = got[KERNEL.id]
+    assert rec.status == Status.WRONG
+    assert rec.reason == "after timing: wrote 3 elements past the end of D"
+    assert rec.check == bad and rec.timing is None and rec.tflops is None
+    assert got[CUBLAS.id].status == Status.OK and got[CUBLAS.id].timing.n == 4
+    measures = [c for c in workers[KERNEL.id].commands if c["op"] == "measure"]
+    assert [c["recheck"] for c in measures] == [True]
+    measures = [c for c in workers[CUBLAS.id].commands if c["op"] == "measure"]
+    assert [c["recheck"] for c in measures] == [True, False, False, False]
+    assert any(c["op"] == "release" for c in workers[KERNEL.id].commands)
