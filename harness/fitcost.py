@@ -82,8 +82,16 @@ def report(
     fitted = fit(data, rounds=rounds)
     errors, regrets = evaluate(fitted, data)
     lines.append(_line("fitted on all, in sample", sorted(errors), [r for _, r in regrets]))
-    lines.append("fitted constants (harness.tile_cost.HOPPER):")
-    lines += [f"    {name} = {value:.4g}" for name, value in fitted.params().items()]
+    lines.append(
+        "fitted constants, as a backend declares them (COST = HOPPER.with_params(...); tiles "
+        "without a timing keep HOPPER's value):"
+    )
+    used = {f"eff:{s.config.tile_m}x{s.config.tile_n}" for s in data}
+    lines += [
+        f'    "{name}": {value:.4g},'
+        for name, value in fitted.params().items()
+        if not name.startswith("eff:") or name in used
+    ]
     return "\n".join(lines)
 
 

@@ -292,7 +292,7 @@ R8_PATHS = {
     ),
     "tile_128x192_cluster2": (
         Problem(3000, 5000, 1000, "fp16"),
-        "",
+        "tile_m=128,tile_n=192,cluster=2",
         ("wgmma.mma_async.sync.aligned.m64n192k16", _TMA_STORE, _MULTICAST),
         (),
         1,

@@ -127,7 +127,7 @@ from backends.cutedsl.sm90._epilogue import (
 )
 from backends.cutedsl.sm90.r7_multi_consumer import mma_k_tile
 from harness.protocol import ConfigSpace, Problem, cdiv
-from harness.tile_cost import GemmConfig, StreamK, cheapest, heuristic_allows, ranked
+from harness.tile_cost import HOPPER, GemmConfig, StreamK, cheapest, heuristic_allows, ranked
 
 # -- constants -------------------------------------------------------------------------------
 BLOCK_K = 64  # k-tile: one 128-byte swizzle row of fp16/bf16
@@ -286,10 +286,40 @@ def _variant(problem: Problem, c: R8Config) -> bool:
     return c.raster != "m" or c.group != 8 or not c.persistent or c.epilogue != want
 
 
+#: The shared cost model with this kernel family's constants: ``python -m harness fit-cost
+#: --backend cutedsl`` on the H200 tuning runs (the committed ``tune-*`` files of the sweep grid and
+#: ``tune-r8-random101-cutedsl``; README, "Cost model"). Tiles it has no timing of keep HOPPER's.
+COST = HOPPER.with_params(
+    {
+        "hbm_bytes_per_s": 6.16e12,
+        "sm_stream_bytes_per_s": 2.33e11,
+        "sm_store_bytes_per_s": 1.127e11,
+        "reduce_launch_s": 5.55e-06,
+        "launch_s": 3.189e-06,
+        "unit_s": 2.624e-06,
+        "overlap_loss": 0.4175,
+        "cluster2_gain": 1.016,
+        "eff:64x16": 0.1937,
+        "eff:64x32": 0.2815,
+        "eff:64x64": 0.3961,
+        "eff:64x128": 0.552,
+        "eff:64x160": 0.537,
+        "eff:64x256": 0.6125,
+        "eff:128x16": 0.2097,
+        "eff:128x32": 0.2986,
+        "eff:128x64": 0.5072,
+        "eff:128x128": 0.7121,
+        "eff:128x160": 0.7281,
+        "eff:128x192": 0.713,
+        "eff:128x256": 0.7318,
+    }
+)
+
+
 def _ranked(problem: Problem) -> list[R8Config]:
     """Every valid menu config, cheapest first by the shared cost model (what ``bench --tune
     --tune-top`` times first), the variants it cannot tell apart after all the others."""
-    return ranked(problem, MENU, _valid, variant=_variant, block_k=BLOCK_K)
+    return ranked(problem, MENU, _valid, variant=_variant, block_k=BLOCK_K, model=COST)
 
 
 def _heuristic(problem: Problem) -> R8Config:
@@ -306,7 +336,7 @@ def _heuristic(problem: Problem) -> R8Config:
             and c.cluster in HEURISTIC_CLUSTERS.get((c.tile_m, c.tile_n), (1,))
         )
 
-    return cheapest(problem, MENU, _valid, allowed, block_k=BLOCK_K)
+    return cheapest(problem, MENU, _valid, allowed, block_k=BLOCK_K, model=COST)
 
 
 # -- stream-K device helpers ---------------------------------------------------------------

@@ -97,7 +97,7 @@ from backends.gluon._host import (
 from backends.gluon._pipeline import Counter
 from backends.gluon._schedule import grouped_tile
 from harness.protocol import ConfigSpace, KernelConfig, LaunchFn, Problem, cdiv, tma_launch
-from harness.tile_cost import GemmConfig, StreamK, cheapest, heuristic_allows, ranked
+from harness.tile_cost import HOPPER, GemmConfig, StreamK, cheapest, heuristic_allows, ranked
 
 # -- constants --------------------------------------------------------------------------------
 SUB_M = 64  # rows of one consumer warpgroup per CTA (wgmma m64)
@@ -667,11 +667,40 @@ def _valid(problem: Problem, config: R8Config) -> str | None:
     return None
 
 
+#: The shared cost model with this kernel family's constants: ``python -m harness fit-cost
+#: --backend gluon`` on the H200 tuning runs (the committed ``tune-*`` files of the sweep grid and
+#: ``tune-r8-random101-gluon``; README, "Cost model"). Tiles it has no timing of keep HOPPER's.
+COST = HOPPER.with_params(
+    {
+        "hbm_bytes_per_s": 5.878e12,
+        "sm_stream_bytes_per_s": 1.815e11,
+        "sm_store_bytes_per_s": 1.634e17,
+        "reduce_launch_s": 4.53e-06,
+        "launch_s": 4.291e-06,
+        "unit_s": 1.981e-06,
+        "overlap_loss": 0.411,
+        "cluster2_gain": 1,
+        "eff:64x16": 0.1998,
+        "eff:64x32": 0.2904,
+        "eff:64x64": 0.4419,
+        "eff:64x128": 0.7429,
+        "eff:64x256": 0.705,
+        "eff:128x16": 0.2376,
+        "eff:128x32": 0.328,
+        "eff:128x64": 0.5658,
+        "eff:128x128": 0.7462,
+        "eff:128x256": 0.7433,
+    }
+)
+
+
 def _ranked(problem: Problem) -> list[R8Config]:
     """Every valid menu config, cheapest first by the shared cost model (what ``bench --tune
     --tune-top`` times first), the group-16 variants (which the model cannot tell apart)
     after all the others."""
-    return ranked(problem, MENU, _valid, variant=lambda p, c: c.group != 8, block_k=BLOCK_K)
+    return ranked(
+        problem, MENU, _valid, variant=lambda p, c: c.group != 8, block_k=BLOCK_K, model=COST
+    )
 
 
 def _heuristic(problem: Problem) -> R8Config:
@@ -683,7 +712,7 @@ def _heuristic(problem: Problem) -> R8Config:
     def allowed(c: R8Config) -> bool:
         return c.group == 8 and heuristic_allows(problem, c, BLOCK_K)
 
-    return cheapest(problem, MENU, _valid, allowed, block_k=BLOCK_K)
+    return cheapest(problem, MENU, _valid, allowed, block_k=BLOCK_K, model=COST)
 
 
 # -- host side ---------------------------------------------------------------------------------
