@@ -288,3 +288,9 @@ def report(session: nox.Session) -> None:
     readmes = ["README.md", *(str(p) for p in sorted(Path("backends").glob("*/README.md")))]
     args = [a for r in readmes for a in ("--readme", r)]
     session.run(_python(session), "-m", "reports", *args, *session.posargs)
+    # Results of another GPU model live in their own folder and report (one GPU per report: a
+    # ratio compares kernels of one run on one GPU).
+    for folder in sorted(p for p in Path("reports/results").iterdir() if p.is_dir()):
+        if folder.name != "archive":
+            out = Path("reports/latest") / folder.name
+            session.run(_python(session), "-m", "reports", str(folder), "--out", str(out))

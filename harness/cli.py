@@ -316,11 +316,10 @@ def cmd_codegen(args: argparse.Namespace) -> int:
 # ----------------------------------------------------------------------------------- tune-table
 def cmd_tune_table(args: argparse.Namespace) -> int:
     from harness.results import load_many
-    from harness.tune import choose, refuse_held_out, write_tables
+    from harness.tune import choose, tuning_docs, write_tables
 
     try:
-        docs = load_many(args.results, warn=_warn)
-        refuse_held_out(docs)
+        docs = tuning_docs(load_many(args.results, warn=_warn), _warn)
     except ValueError as e:
         raise UsageError(str(e)) from None
     choices = choose(docs, margin=args.margin / 100.0)
@@ -350,11 +349,10 @@ def cmd_tune_table(args: argparse.Namespace) -> int:
 def cmd_fit_cost(args: argparse.Namespace) -> int:
     from harness.fitcost import report
     from harness.results import load_many
-    from harness.tune import refuse_held_out
+    from harness.tune import tuning_docs
 
     try:
-        docs = load_many(args.results, warn=_warn)
-        refuse_held_out(docs)
+        docs = tuning_docs(load_many(args.results, warn=_warn), _warn)
         text = report(docs, backends=args.backend or None, folds=args.folds, rounds=args.rounds)
     except ValueError as e:
         raise UsageError(str(e)) from None

@@ -23,7 +23,7 @@ from harness.protocol import KernelSpec
 from harness.records import BenchRecord
 from harness.results import Document
 
-__all__ = ["Choice", "choose", "held_out_suites", "refuse_held_out", "write_tables"]
+__all__ = ["Choice", "choose", "held_out_suites", "tuning_docs", "write_tables"]
 
 
 def held_out_suites(doc: Document) -> list[str]:
@@ -32,17 +32,26 @@ def held_out_suites(doc: Document) -> list[str]:
     return [s for s in run.get("suites") or () if held_out(s)]
 
 
-def refuse_held_out(docs: Iterable[Document]) -> None:
-    """ValueError naming the first document that ran a held-out suite: its timings are
-    evaluation data, never tuning data (tuned tables, cost-model fits)."""
+def tuning_docs(docs: Iterable[Document], warn: Callable[[str], None]) -> list[Document]:
+    """``docs`` without those that ran a held-out suite: their timings are evaluation data,
+    never tuning data (tuned tables, cost-model fits). Each one left out is named through
+    ``warn``; ValueError when nothing is left."""
+    kept, dropped = [], []
     for doc in docs:
         suites = held_out_suites(doc)
         if suites:
-            raise ValueError(
-                f"{doc.source or 'a results document'} ran the held-out suite {suites[0]}: "
-                "evaluation data never tunes (tune on sweep, square, ksweep, llm or "
-                f"random:<seed in {sorted(TUNING_SEEDS)}>)"
+            dropped.append(
+                f"{doc.source or 'a results document'} ran the held-out suite {suites[0]}"
             )
+            warn(f"skipped {dropped[-1]}: evaluation data never tunes")
+        else:
+            kept.append(doc)
+    if not kept and dropped:
+        raise ValueError(
+            f"no tuning data: {dropped[0]} (tune on sweep, square, ksweep, llm or "
+            f"random:<seed in {sorted(TUNING_SEEDS)}>)"
+        )
+    return kept
 
 
 @dataclass(frozen=True)

@@ -78,7 +78,13 @@ def _promote_parser() -> argparse.ArgumentParser:
         help="a committed results file this run replaces (repeatable)",
     )
     p.add_argument("--why", help="why the superseded files are replaced (for the archive index)")
-    p.add_argument("--results-dir", type=Path, default=DEFAULT_RESULTS, help=argparse.SUPPRESS)
+    p.add_argument(
+        "--results-dir",
+        type=Path,
+        default=DEFAULT_RESULTS,
+        help="the results folder (default reports/results; another GPU model's subfolder, "
+        "e.g. reports/results/h100)",
+    )
     return p
 
 

@@ -25,7 +25,7 @@ from harness.problems import (
     suite_shapes,
 )
 from harness.results import Document, load_many
-from harness.tune import refuse_held_out
+from harness.tune import tuning_docs
 
 ROOT = Path(__file__).resolve().parents[2]
 PROJECTIONS = {(n, k) for entries in MODEL_PROJECTIONS.values() for _, n, k in entries}
@@ -81,7 +81,9 @@ def test_random_suite_names_expand_and_bad_ones_are_refused() -> None:
 def _evaluation_suites() -> set[str]:
     """Every held-out suite a committed result ran: the evaluation data of the study."""
     suites: set[str] = set()
-    for doc in load_many([ROOT / "reports" / "results"]):
+    results = ROOT / "reports" / "results"
+    folders = [results, *(p for p in results.iterdir() if p.is_dir() and p.name != "archive")]
+    for doc in load_many(folders):
         suites.update(
             s for s in (doc.environment.get("run") or {}).get("suites") or () if held_out(s)
         )
@@ -112,10 +114,17 @@ def _doc(suites: list[str]) -> Document:
     return Document("bench", env, (), "2026-11-24T00:00:00", source="runs/x.json")
 
 
-def test_tuning_refuses_held_out_data() -> None:
-    refuse_held_out([_doc(["sweep", "random:101"]), _doc(["4096x4096x4096"])])
-    with pytest.raises(ValueError, match=r"runs/x\.json ran the held-out suite random:7"):
-        refuse_held_out([_doc(["sweep"]), _doc(["sweep", "random:7:64"])])
+def test_tuning_leaves_held_out_data_out() -> None:
+    warned: list[str] = []
+    kept = tuning_docs([_doc(["sweep", "random:101"]), _doc(["4096x4096x4096"])], warned.append)
+    assert len(kept) == 2 and not warned
+    held = _doc(["sweep", "random:7:64"])
+    assert tuning_docs([_doc(["sweep"]), held], warned.append) == [_doc(["sweep"])]
+    assert warned == [
+        "skipped runs/x.json ran the held-out suite random:7:64: evaluation data never tunes"
+    ]
+    with pytest.raises(ValueError, match=r"no tuning data: runs/x\.json ran the held-out"):
+        tuning_docs([held], warned.append)
 
 
 @pytest.mark.parametrize(
@@ -142,5 +151,6 @@ def test_the_cli_refuses_to_tune_on_held_out_suites(args: list[str], tmp_path: P
         [sys.executable, "-m", "harness", *argv], cwd=ROOT, capture_output=True, text=True
     )
     assert r.returncode == 2, r.stdout + r.stderr
-    (line,) = r.stderr.strip().splitlines()
+    *warnings, line = r.stderr.strip().splitlines()  # each skipped file named, then the error
+    assert all(w.startswith("warning: skipped") for w in warnings)
     assert line.startswith("error: ") and "held-out" in line and "random:7" in line

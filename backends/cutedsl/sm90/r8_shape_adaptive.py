@@ -287,8 +287,8 @@ def _variant(problem: Problem, c: R8Config) -> bool:
 
 
 #: The shared cost model with this kernel family's constants: ``python -m harness fit-cost
-#: --backend cutedsl`` on the H200 tuning runs (the committed ``tune-*`` files of the sweep grid and
-#: ``tune-r8-random101-cutedsl``; README, "Cost model"). Tiles it has no timing of keep HOPPER's.
+#: reports/results --backend cutedsl`` (the H200 tuning runs there: the sweep grid's and
+#: ``tune-r8-random101-cutedsl-h200-20261124``; README, "Cost model"). Untimed tiles keep HOPPER's.
 COST = HOPPER.with_params(
     {
         "hbm_bytes_per_s": 6.16e12,

@@ -668,8 +668,8 @@ def _valid(problem: Problem, config: R8Config) -> str | None:
 
 
 #: The shared cost model with this kernel family's constants: ``python -m harness fit-cost
-#: --backend gluon`` on the H200 tuning runs (the committed ``tune-*`` files of the sweep grid and
-#: ``tune-r8-random101-gluon``; README, "Cost model"). Tiles it has no timing of keep HOPPER's.
+#: reports/results --backend gluon`` (the H200 tuning runs there: the sweep grid's and
+#: ``tune-r8-random101-gluon-h200-20261124``; README, "Cost model"). Untimed tiles keep HOPPER's.
 COST = HOPPER.with_params(
     {
         "hbm_bytes_per_s": 5.878e12,
