@@ -10,12 +10,13 @@ the fitted constants to paste into ``harness.tile_cost.HOPPER``.
 from __future__ import annotations
 
 import dataclasses
+import statistics
 from collections.abc import Iterable, Sequence
 
 from harness.gemm import Problem
 from harness.protocol import Rung
 from harness.results import Document
-from harness.tile_cost import HOPPER, GemmConfig, Sample, _median, cross_validate, evaluate, fit
+from harness.tile_cost import HOPPER, GemmConfig, Sample, cross_validate, evaluate, fit
 
 __all__ = ["report", "samples"]
 
@@ -68,7 +69,7 @@ def report(
     problems = len({s.problem for s in data})
     lines = [f"{len(data)} timings of {problems} problems ({', '.join(gpus)})"]
     errors, regrets = evaluate(HOPPER, data)
-    lines.append(_line("current constants, in sample", sorted(errors), [r for _, r in regrets]))
+    lines.append(_line("current constants, in sample", errors, [r for _, r in regrets]))
     cv = cross_validate(data, folds=folds, rounds=rounds)
     lines.append(
         f"{folds}-fold cross-validation (fit on the other folds' problems): median |log err| "
@@ -81,7 +82,7 @@ def report(
     lines += [f"    {p.key:<24} regret {100 * r:5.1f} %" for p, r in worst]
     fitted = fit(data, rounds=rounds)
     errors, regrets = evaluate(fitted, data)
-    lines.append(_line("fitted on all, in sample", sorted(errors), [r for _, r in regrets]))
+    lines.append(_line("fitted on all, in sample", errors, [r for _, r in regrets]))
     lines.append(
         "fitted constants, as a backend declares them (COST = HOPPER.with_params(...); tiles "
         "without a timing keep HOPPER's value):"
@@ -98,7 +99,7 @@ def report(
 def _line(what: str, errors: list[float], regrets: list[float]) -> str:
     mean = sum(regrets) / max(1, len(regrets))
     return (
-        f"{what}: median |log err| {_median(errors):.3f}; first choice "
+        f"{what}: median |log err| {statistics.median(errors):.3f}; first choice "
         f"{100 * mean:.1f} % slower than the fastest timed (mean), "
         f"{100 * max(regrets, default=0.0):.1f} % worst"
     )

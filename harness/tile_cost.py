@@ -26,6 +26,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import random
+import statistics
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -90,6 +91,11 @@ class GemmConfig(KernelConfig):
     def ctas(self, problem: Problem) -> int:
         """CTAs the work would occupy at once if unbounded: tiles x cluster x K splits."""
         return self.tiles(problem) * self.cluster * self.split_k
+
+    def schedule(self, problem: Problem, num_sms: int, block_k: int = 64) -> StreamK:
+        """The stream-K schedule of ``problem`` on a persistent grid of one program per
+        cluster (what a stream-K kernel walks and its reduction sums)."""
+        return StreamK(self.tiles(problem), cdiv(problem.k, block_k), num_sms // self.cluster)
 
 
 C = TypeVar("C", bound=GemmConfig)
@@ -229,11 +235,6 @@ class TileCostModel:
         default_factory=lambda: dict(HOPPER_TILE_EFFICIENCY)
     )
 
-    def stream_k(self, problem: Problem, config: GemmConfig, block_k: int) -> StreamK:
-        return StreamK(
-            config.tiles(problem), cdiv(problem.k, block_k), self.num_sms // config.cluster
-        )
-
     def seconds(self, problem: Problem, config: GemmConfig, block_k: int = 64) -> float:
         """Estimated time of ``problem`` (D[M, N] = A[M, K] B[N, K]^T) under ``config``."""
         m, n, k = problem.m, problem.n, problem.k
@@ -244,8 +245,8 @@ class TileCostModel:
         programs = self.num_sms // config.cluster
         k_tiles = cdiv(k, block_k)
         reduce = 0.0
+        sk = config.schedule(problem, self.num_sms, block_k)
         if config.stream_k:
-            sk = StreamK(tiles, k_tiles, programs)
             steps = sk.max_iters()
             units = sk.dp_tiles // programs + (2 if sk.sk_tiles else 0)
             if sk.sk_tiles:
@@ -271,7 +272,6 @@ class TileCostModel:
             # The tail's programs start at staggered k offsets, so no two tiles read the same
             # k-slice of A or B at once: the tail's operands come from DRAM tile by tile
             # (measured: a long-K tail turns DRAM-bound, e.g. 828x4096x14336 at half speed).
-            sk = StreamK(tiles, k_tiles, programs)
             tail = sk.sk_iters * (config.tile_rows + tn) * block_k * elem
             dram += tail / self.hbm_bytes_per_s
         terms = (mma, stream, dram)
@@ -283,7 +283,7 @@ class TileCostModel:
         tiles, split-K's share, or stream-K's data-parallel waves plus its fraction."""
         k_tiles = cdiv(problem.k, block_k)
         if config.stream_k:
-            return self.stream_k(problem, config, block_k).max_iters() / k_tiles
+            return config.schedule(problem, self.num_sms, block_k).max_iters() / k_tiles
         programs = self.num_sms // config.cluster
         per_program = cdiv(config.tiles(problem) * config.split_k, programs)
         return per_program * cdiv(k_tiles, config.split_k) / k_tiles
@@ -528,21 +528,17 @@ def cross_validate(
         e, r = evaluate(fit(train, base, block_k=block_k, rounds=rounds), test, block_k)
         errors += e
         regrets += r
-    errors.sort()
     only = [r for _, r in regrets]
     return FoldReport(
         problems=len(problems),
         samples=len(samples),
         median_abs_log_err=_median(errors),
         mean_abs_log_err=sum(errors) / max(1, len(errors)),
-        median_regret=_median(sorted(only)),
+        median_regret=_median(only),
         worst_regret=max(only, default=0.0),
         regrets=tuple(regrets),
     )
 
 
 def _median(xs: Sequence[float]) -> float:
-    if not xs:
-        return float("nan")
-    mid = len(xs) // 2
-    return xs[mid] if len(xs) % 2 else (xs[mid - 1] + xs[mid]) / 2
+    return statistics.median(xs) if xs else float("nan")

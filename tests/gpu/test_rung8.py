@@ -11,13 +11,13 @@ from __future__ import annotations
 import pytest
 from expectations import require_runnable
 
-from harness.gemm import Problem, cdiv
+from harness.gemm import Problem
 from harness.problems import expand
 from harness.protocol import KernelSpec, Rung
 from harness.records import Status
 from harness.registry import discover
 from harness.runner import Runner, RunSettings
-from harness.tile_cost import GemmConfig, StreamK
+from harness.tile_cost import GemmConfig
 
 torch = pytest.importorskip("torch")
 if not torch.cuda.is_available():
@@ -59,8 +59,7 @@ def _tail(problem: Problem, name: str) -> bool:
     """Whether ``name`` (a config) leaves ``problem`` a stream-K tail on this GPU."""
     values = dict(kv.split("=") for kv in name.split(","))
     config = GemmConfig(int(values["tile_m"]), int(values["tile_n"]), int(values["cluster"]))
-    sk = StreamK(config.tiles(problem), cdiv(problem.k, 64), SMS // config.cluster)
-    return sk.sk_tiles > 0
+    return config.schedule(problem, SMS).sk_tiles > 0
 
 
 @pytest.mark.parametrize("spec", SPECS, ids=[s.id for s in SPECS])

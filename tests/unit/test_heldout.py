@@ -53,10 +53,16 @@ def test_a_random_suite_is_seeded_log_uniform_in_m_and_off_the_grid() -> None:
     assert len({(n, k) for _, n, k in shapes}) > 30  # many families, not one
 
 
-def test_held_out_suites_share_no_shape_with_any_tuning_suite() -> None:
+def _tuning_shapes() -> set[tuple[int, int, int]]:
+    """Every shape tuning may use: the fixed suites and the tuning seeds' suites."""
     tuning = set(GRID)
     for seed in TUNING_SEEDS:
         tuning |= set(random_shapes(seed, TUNING_SUITE_MAX))
+    return tuning
+
+
+def test_held_out_suites_share_no_shape_with_any_tuning_suite() -> None:
+    tuning = _tuning_shapes()
     for seed in (0, 7, 2026, 123456):
         assert held_out(f"random:{seed}")
         assert not set(random_shapes(seed, 1024)) & tuning
@@ -94,9 +100,7 @@ def test_tuned_tables_hold_only_tuning_shapes_never_an_evaluation_shape() -> Non
     """Every entry of every committed tuned table is a shape of a tuning suite (so no held-out
     suite can hold it: the test above), and none is a shape of an evaluation suite that a
     committed result ran."""
-    tuning = set(GRID)
-    for seed in TUNING_SEEDS:
-        tuning |= set(random_shapes(seed, TUNING_SUITE_MAX))
+    tuning = _tuning_shapes()
     evaluation = {s for name in _evaluation_suites() for s in suite_shapes(name)}
     tables = sorted(ROOT.glob("backends/*/*/tuned/*.json"))
     assert tables, "no tuned table found"

@@ -222,7 +222,7 @@ def _tma_epilogue(tma_store: bool, config: R8Config) -> bool:
 def stream_k(problem: Problem, num_sms: int, config: R8Config) -> StreamK:
     """The stream-K schedule the GEMM kernel walks and its reduce sums
     (``harness.tile_cost.StreamK``: one program per cluster of the persistent grid)."""
-    return StreamK(config.tiles(problem), cdiv(problem.k, BLOCK_K), num_sms // config.cluster)
+    return config.schedule(problem, num_sms, BLOCK_K)
 
 
 def workspace_elems(

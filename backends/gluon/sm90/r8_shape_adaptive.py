@@ -794,7 +794,7 @@ def reduce_plan(problem: Problem, config: R8Config) -> Plan:
 
 def stream_k(problem: Problem, num_sms: int, config: R8Config) -> StreamK:
     """The stream-K schedule the GEMM kernel walks (``harness.tile_cost.StreamK``)."""
-    return StreamK(config.tiles(problem), cdiv(problem.k, BLOCK_K), num_sms // config.cluster)
+    return config.schedule(problem, num_sms, BLOCK_K)
 
 
 def streamk_workspace_shape(num_sms: int, config: R8Config) -> tuple[int, int]:
