@@ -1,10 +1,11 @@
 """Keep third-party noise out of the harness's progress output.
 
 DSL stacks print pages that say nothing about the kernels being measured: deprecation warnings
-from their own internals at import, progress bars of their own builds (Tilus's tqdm), and leak
-reports from nanobind-bound extensions at interpreter exit (workers end with ``os._exit``, see
-:mod:`harness.worker`; pytest runs end the same way, see ``tests/conftest.py``). Set
-``GEMM_STUDY_VERBOSE=1`` to see all of it again.
+from their own internals at import, torch's "Failed to initialize NumPy" where NumPy is not
+installed (a CPU plugin's environment needs none), progress bars of their own builds (Tilus's
+tqdm), and leak reports from nanobind-bound extensions at interpreter exit (workers end with
+``os._exit``, see :mod:`harness.worker`; pytest runs end the same way, see
+``tests/conftest.py``). Set ``GEMM_STUDY_VERBOSE=1`` to see all of it again.
 """
 
 from __future__ import annotations
@@ -27,5 +28,7 @@ def quiet_third_party() -> None:
     warnings.filterwarnings("ignore", category=DeprecationWarning)
     warnings.filterwarnings("ignore", category=PendingDeprecationWarning)
     warnings.filterwarnings("ignore", category=FutureWarning)
+    # torch without NumPy says so at its first tensor; nothing here needs NumPy (CPU plugins).
+    warnings.filterwarnings("ignore", message="Failed to initialize NumPy", category=UserWarning)
     # tqdm reads this when a bar is created: DSLs that report build progress stay silent.
     os.environ.setdefault("TQDM_DISABLE", "1")
