@@ -73,7 +73,9 @@ def figure_sweep(ds: Dataset, chain: Problem | None = None) -> Any | None:
             ax.set_xlabel("M (log; shapes of one M spread sideways)", color=GREY)
         for ax in axes.flat:
             ax.tick_params(labelbottom=True)
-        body.legend(handles=_handles(), loc="outside upper center", ncol=4, frameon=False)
+        rungs = {g for p in panels for g in p.kernels}
+        handles = _handles(rungs)
+        body.legend(handles=handles, loc="outside upper center", ncol=len(handles), frameon=False)
         suptitle(fig, TITLE)
     return fig
 
@@ -82,19 +84,18 @@ def _where(suite: str) -> str:
     return "sweep" if suite == "sweep" else f"held out {suite}"
 
 
-def _handles() -> list[Any]:
+def _handles(rungs: set[int]) -> list[Any]:
+    """Legend entries: the sweep rungs drawn somewhere, then the two lines."""
     from matplotlib.lines import Line2D
 
+    marks = {
+        _R7: Line2D([], [], color=_GREY, label="rung 7 multi_consumer", **_MARK[_R7]),
+        _R8: Line2D([], [], color=GREY, label="rung 8 shape_adaptive (DSL colour)", **_MARK[_R8]),
+    }
+    for mark in marks.values():
+        mark.set_linestyle("none")
     return [
-        Line2D([], [], color=_GREY, linestyle="none", label="rung 7 multi_consumer", **_MARK[_R7]),
-        Line2D(
-            [],
-            [],
-            color=GREY,
-            linestyle="none",
-            label="rung 8 shape_adaptive (DSL colour)",
-            **_MARK[_R8],
-        ),
+        *(marks[g] for g in sorted(rungs) if g in marks),
         Line2D([], [], color=CUBLAS, linewidth=1.0, label="cuBLAS (100 %)"),
         Line2D([], [], color=CUBLAS, linewidth=0.8, linestyle="--", label=f"{FLOOR:g} %"),
     ]
