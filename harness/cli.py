@@ -512,7 +512,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from harness.quiet import quiet_resource_tracker
+
     args = build_parser().parse_args(argv)
+    quiet_resource_tracker()
     if getattr(args, "suite", "x") is None:
         args.suite = ["smoke"]
     if getattr(args, "dtype", "x") is None:
