@@ -48,7 +48,9 @@ def samples(docs: Iterable[Document], backends: Sequence[str] | None = None) -> 
             seconds = rec.median_ms * 1e-3  # type: ignore[operator]
             key = (gpu, rec.problem, config)
             if key not in best or seconds < best[key].seconds:
-                best[key] = Sample(rec.problem, config, seconds, f"{gpu}@{doc.source}:{rec.kernel}")
+                best[key] = Sample(
+                    rec.problem, config, seconds, f"{gpu}@{doc.source}:{rec.kernel}", doc.source
+                )
     return list(best.values())
 
 
@@ -80,6 +82,15 @@ def report(
     )
     worst = sorted(cv.regrets, key=lambda pr: -pr[1])[:5]
     lines += [f"    {p.key:<24} regret {100 * r:5.1f} %" for p, r in worst]
+    runs = sorted({s.run for s in data})
+    if len(runs) > 1:
+        by_run = cross_validate(data, rounds=rounds, by_run=True)
+        lines.append(
+            f"leave one tuning run out ({len(runs)} runs; the estimate for a new suite): "
+            f"median |log err| {by_run.median_abs_log_err:.3f}; first choice "
+            f"{100 * sum(r for _, r in by_run.regrets) / max(1, len(by_run.regrets)):.1f} % "
+            f"slower than the fastest timed (mean), {100 * by_run.worst_regret:.1f} % worst"
+        )
     fitted = fit(data, rounds=rounds)
     errors, regrets = evaluate(fitted, data)
     lines.append(_line("fitted on all, in sample", errors, [r for _, r in regrets]))

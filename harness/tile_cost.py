@@ -418,6 +418,8 @@ class Sample:
     config: GemmConfig
     seconds: float
     source: str = ""
+    #: The tuning run (results file) the timing came from: the unit of leave-one-run-out.
+    run: str = ""
 
 
 def _loss(model: TileCostModel, samples: Sequence[Sample], block_k: int) -> float:
@@ -512,12 +514,25 @@ def cross_validate(
     seed: int = 0,
     block_k: int = 64,
     rounds: int = 6,
+    by_run: bool = False,
 ) -> FoldReport:
     """K-fold by problem: fit on the other folds' problems, measure on this fold's (a problem's
-    configs are never split between fit and test)."""
+    configs are never split between fit and test).
+
+    ``by_run``: one fold per tuning run instead (a problem belongs to the first run, in name
+    order, that timed it). Random folds put neighbours of a grid in both halves and flatter the
+    model; a run left out whole is what a new suite of shapes looks like to it."""
     problems = sorted({s.problem for s in samples})
-    random.Random(seed).shuffle(problems)
-    fold_of = {p: i % folds for i, p in enumerate(problems)}
+    if by_run:
+        first_run: dict[Problem, str] = {}
+        for s in sorted(samples, key=lambda s: s.run):
+            first_run.setdefault(s.problem, s.run)
+        runs = sorted(set(first_run.values()))
+        fold_of = {p: runs.index(first_run[p]) for p in problems}
+        folds = len(runs)
+    else:
+        random.Random(seed).shuffle(problems)
+        fold_of = {p: i % folds for i, p in enumerate(problems)}
     errors: list[float] = []
     regrets: list[tuple[Problem, float]] = []
     for f in range(folds):

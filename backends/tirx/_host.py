@@ -30,6 +30,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from backends.tirx._workarounds import compile_for
 from harness.protocol import (
     Artifacts,
     ConfigSpace,
@@ -50,10 +51,7 @@ BuildFn = Callable[[str, Any], Any]
 
 def cuda_source(func: Any, arch: str) -> str:
     """The CUDA C TVM generates for ``func`` on ``arch`` (no GPU needed)."""
-    import tvm
-
-    target = tvm.target.Target({"kind": "cuda", "arch": arch})
-    ex = tvm.compile(tvm.IRModule({"main": func}), target=target, tir_pipeline="tirx")
+    ex = compile_for(func, arch)
     return str(ex.mod.imports[0].inspect_source())
 
 
@@ -147,11 +145,7 @@ class TirxKernel(SpecKernel):
         """The runtime module of this rung for ``dtype`` (built once per tile config)."""
         key = (dtype, config)
         if key not in self._modules:
-            import tvm
-
-            target = tvm.target.Target({"kind": "cuda", "arch": self.spec.arch})
-            func = self._build(TVM_DTYPE[dtype], config)
-            ex = tvm.compile(tvm.IRModule({"main": func}), target=target, tir_pipeline="tirx")
+            ex = compile_for(self._build(TVM_DTYPE[dtype], config), self.spec.arch)
             self._modules[key] = ex.mod["main"]
         return self._modules[key]
 

@@ -41,9 +41,21 @@ helper's CUDA source once into the generated translation unit.
    ("tvm_access_ptr element type must match the source buffer": the pool's backing buffer is
    ``uint8``). The kernels take shared-memory addresses with ``buf.ptr_to([offset])`` instead.
    Not a patch, a spelling; listed so that nobody "fixes" it back.
+
+4. ``tvm.compile(mod, target=Target(arch=...))`` does not compile the device code for that arch
+   on a machine with a GPU. ``tir_to_runtime`` calls the NVRTC callback
+   (``tvm_callback_cuda_compile``) without entering the target's scope; the callback then
+   takes the arch from ``Target.current()`` and, that being empty, from ``tvm.cuda(0)``. On an
+   H100 host an ``sm_100a`` rung is therefore compiled for ``sm_90a`` and fails (ptxas:
+   "Instruction 'tcgen05.alloc' not supported on .target 'sm_90a'"); without a GPU it does
+   not show. ``tvm/support/nvcc.py`` says callers "no longer need to push/pop a target
+   scope" (0.27.0.post1), which the build path contradicts. Replacement: :func:`compile_for`
+   builds inside ``with target:``.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 #: Name of the accumulator-ordering fence (replacement for ``T.cuda.wgmma.noop_barrier``).
 ACC_FENCE = "tirx_study_acc_fence"
@@ -60,3 +72,12 @@ __device__ __forceinline__ void {COPY16}(void* dst, const void* src) {{
   *reinterpret_cast<uint4*>(dst) = *reinterpret_cast<const uint4*>(src);
 }}
 """
+
+
+def compile_for(func: Any, arch: str) -> Any:
+    """``tvm.compile`` of a TIRx PrimFunc for ``arch``, whatever GPU this machine has (defect 4)."""
+    import tvm
+
+    target = tvm.target.Target({"kind": "cuda", "arch": arch})
+    with target:
+        return tvm.compile(tvm.IRModule({"main": func}), target=target, tir_pipeline="tirx")

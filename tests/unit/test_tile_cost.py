@@ -3,11 +3,15 @@ kernels implement, the cost model every rung-8 heuristic ranks by, and its fit."
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
+from collections.abc import Sequence
+from typing import Any
 
 import pytest
 
+from harness import tile_cost
 from harness.gemm import Problem, cdiv
 from harness.tile_cost import (
     HOPPER,
@@ -207,3 +211,25 @@ def test_cross_validation_never_tests_on_a_problem_it_fitted() -> None:
     assert {p for p, _ in report.regrets} == {s.problem for s in data}  # each tested once
     assert len(report.regrets) == report.problems
     assert math.isfinite(report.median_abs_log_err) and report.worst_regret >= 0.0
+
+
+def test_leave_one_run_out_holds_out_whole_runs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``by_run``: one fold per tuning run; a problem timed by two runs belongs to the first, and
+    no fold's fit sees a problem of the run it is tested on."""
+    base = _synthetic(HOPPER)
+    data = [dataclasses.replace(s, run="a-grid" if s.problem.m <= 200 else "b-rnd") for s in base]
+    shared = next(s for s in base if s.problem.m == 1000)
+    data.append(dataclasses.replace(shared, run="a-grid"))  # also timed by the first run
+    trained: list[set[Problem]] = []
+    real_fit = tile_cost.fit
+
+    def spy(train: Sequence[Sample], *args: Any, **kw: Any) -> TileCostModel:
+        trained.append({s.problem for s in train})
+        return real_fit(train, *args, **kw)
+
+    monkeypatch.setattr(tile_cost, "fit", spy)
+    report = cross_validate(data, rounds=1, by_run=True)
+    a = {s.problem for s in base if s.problem.m <= 200} | {shared.problem}
+    b = {s.problem for s in base} - a
+    assert trained == [b, a]  # fold "a-grid" fits on b's problems only, then the reverse
+    assert {p for p, _ in report.regrets} == a | b and len(report.regrets) == len(a | b)
