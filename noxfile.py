@@ -14,6 +14,7 @@ from __future__ import annotations
 import datetime as _dt
 import functools
 import importlib.metadata
+import os
 import shutil
 import subprocess
 import sys
@@ -28,8 +29,16 @@ nox.options.reuse_venv = "yes"
 # backend ran.
 nox.options.error_on_missing_interpreters = True
 
-#: The CPU build of torch the unit tests use without a GPU; any other spec downloads a CUDA build.
-CPU_TORCH = "torch==2.13.0"
+#: The CPU build of torch, for sessions where nothing runs on a GPU (the harness unit tests, a DSL
+#: that depends on torch compiling only). The ``+cpu`` local version exists only on the PyTorch
+#: CPU index (and its mirrors and wheelhouses), never on PyPI, so pip cannot satisfy it with
+#: PyPI's CUDA build and its GBs of CUDA wheels: without the index it fails instead.
+CPU_TORCH = "torch==2.13.0+cpu"
+#: Where the CPU build comes from, added to pip's own sources. ``GEMM_STUDY_TORCH_INDEX`` names a
+#: mirror instead, or, set empty, says that pip's own sources (a wheelhouse in PIP_FIND_LINKS)
+#: hold the wheel.
+CPU_TORCH_INDEX = "https://download.pytorch.org/whl/cpu"
+TORCH_INDEX_VAR = "GEMM_STUDY_TORCH_INDEX"
 
 #: backend -> (python, extras): the Python its DSL needs and the pyproject extras holding its DSL
 #: pins. A bench environment is ``.[<extras>,<BENCH_EXTRAS>]``. tests/network/test_install_sets.py
@@ -85,10 +94,18 @@ def _install(session: nox.Session, *parts: str) -> None:
         session.install("-e", _extras(*parts))
 
 
+def _install_cpu_torch(session: nox.Session) -> None:
+    """The CPU build of torch from the PyTorch CPU index (see CPU_TORCH), unless --no-venv."""
+    if _provisioned(session):
+        return
+    index = os.environ.get(TORCH_INDEX_VAR, CPU_TORCH_INDEX)
+    session.install(CPU_TORCH, *(["--extra-index-url", index] if index else []))
+
+
 def _install_cpu(session: nox.Session, backend: str, *parts: str) -> None:
     """Install for compiling only: a DSL that depends on torch gets the CPU build first."""
-    if backend in DSL_NEEDS_TORCH and not _provisioned(session):
-        session.install(CPU_TORCH)
+    if backend in DSL_NEEDS_TORCH:
+        _install_cpu_torch(session)
     _install(session, *parts)
 
 
@@ -193,8 +210,7 @@ def tests(session: nox.Session, part: str) -> None:
                 env=expect,
             )
             return
-        if not _provisioned(session):
-            session.install(CPU_TORCH)
+        _install_cpu_torch(session)
         _install(session, "test")
         session.run(*pytest, "tests/unit", *session.posargs, env=expect)
         return

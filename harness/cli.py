@@ -161,6 +161,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     from harness.records import Status
     from harness.results import ResultsWriter, load, to_csv
     from harness.runner import Runner, RunSettings, base_record
+    from harness.summary import device_line, run_summary
     from harness.timing import TimerSettings
 
     reg = discover()
@@ -242,10 +243,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         )
         env.update(runner.device_info())
         writer = ResultsWriter(out, "bench", env)
-        _print(
-            f"device: {env.get('gpu', env.get('device'))}  SMs {env.get('sm_count')}  "
-            f"L2 {env.get('l2_bytes')} B  driver {env.get('driver')}"
-        )
+        _print(device_line(env))
         for spec in specs:
             if missing[spec.id]:
                 why = f"not installed: {', '.join(missing[spec.id])}"
@@ -257,6 +255,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
             writer.add(rec)
             counts[rec.status.value] = counts.get(rec.status.value, 0) + 1
         writer.finish(elapsed_s=time.perf_counter() - t0)
+    _print(run_summary(load(out).bench))
     _print(
         f"done in {time.perf_counter() - t0:.0f} s: "
         + ", ".join(f"{v} {k}" for k, v in sorted(counts.items()))
@@ -286,6 +285,7 @@ def cmd_codegen(args: argparse.Namespace) -> int:
         raise UsageError(str(e)) from None
     if not specs:
         raise UsageError("codegen: the selection holds only the cuBLAS reference (no PTX)")
+    configurable = _codegen_configurable(specs, args.config, args.timeout)
     out = _out_path(args, "codegen")
     env = {**host_environment(specs), "problem": problem.key, "config": args.config}
     writer = ResultsWriter(out, "codegen", env)
@@ -298,6 +298,7 @@ def cmd_codegen(args: argparse.Namespace) -> int:
         log=_print,
         ptx_dir=Path(args.ptx_dir) if args.ptx_dir else None,
         config=args.config,
+        configurable=configurable,
     ):
         writer.add(rec)
         counts[rec.status.value] = counts.get(rec.status.value, 0) + 1
@@ -311,6 +312,26 @@ def cmd_codegen(args: argparse.Namespace) -> int:
         )
         return 1
     return 1 if any(Status(k).failed for k in counts) else 0
+
+
+def _codegen_configurable(
+    specs: Sequence[KernelSpec], request: str | None, timeout: float
+) -> set[str] | None:
+    """With ``--config``: the kernels it applies to, after checking it against their menus
+    (UsageError before anything compiles); None without one."""
+    if not request:
+        return None
+    from harness.codegen import config_menus
+
+    installed = [s for s in specs if not s.missing_requirements()]
+    menus = {k: m for k, m in config_menus(installed, timeout).items() if not isinstance(m, str)}
+    if not menus:
+        raise UsageError(
+            f"--config {request}: none of the selected kernels loads here to check it against "
+            "(`python -m harness list` says why)"
+        )
+    _check_configs(menus, [request])
+    return {k for k, m in menus.items() if isinstance(m, list)}
 
 
 # ----------------------------------------------------------------------------------- tune-table
@@ -491,7 +512,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from harness.quiet import quiet_resource_tracker
+
     args = build_parser().parse_args(argv)
+    quiet_resource_tracker()
     if getattr(args, "suite", "x") is None:
         args.suite = ["smoke"]
     if getattr(args, "dtype", "x") is None:
@@ -500,4 +524,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(args.fn(args))
     except UsageError as e:
         print(f"error: {e}", file=sys.stderr)
+        return 2
+    except OSError as e:  # a file the command writes (a full disk, a read-only mount): one line
+        where = f"{e.filename}: " if e.filename else ""
+        print(f"error: {where}{e.strerror or e}", file=sys.stderr)
         return 2

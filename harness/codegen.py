@@ -13,7 +13,7 @@ import re
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -21,7 +21,14 @@ from harness.isolate import Worker, WorkerDied
 from harness.protocol import Artifacts, KernelSpec, Problem, Rung
 from harness.records import CodegenRecord, Status
 
-__all__ = ["PTX_FEATURES", "codegen_records", "count_loc", "ptx_features", "ptxas_resources"]
+__all__ = [
+    "PTX_FEATURES",
+    "codegen_records",
+    "config_menus",
+    "count_loc",
+    "ptx_features",
+    "ptxas_resources",
+]
 
 #: feature -> regex over PTX text. Order is the order of the report's table.
 PTX_FEATURES: dict[str, str] = {
@@ -122,6 +129,29 @@ def count_loc(module: str) -> int | None:
     return n
 
 
+def config_menus(
+    specs: Sequence[KernelSpec], timeout_s: float = 600.0
+) -> dict[str, list[str] | str | None]:
+    """kernel id -> its config menu (names), None without a config space, or why it did not
+    load (a text). Each kernel is loaded in a worker of its own, as codegen loads it, so a
+    ``--config`` can be checked before anything compiles."""
+    out: dict[str, list[str] | str | None] = {}
+    for spec in specs:
+        w = Worker(spec, device="cpu")
+        try:
+            reply = w.call({"op": "describe"}, timeout=timeout_s)
+        except (TimeoutError, WorkerDied) as e:
+            out[spec.id] = f"{type(e).__name__}: {e}"
+            continue
+        finally:
+            w.stop()
+        if reply.get("status") == Status.ERROR.value:
+            out[spec.id] = str(reply.get("error"))
+        else:
+            out[spec.id] = reply["configs"]
+    return out
+
+
 def codegen_records(
     specs: Sequence[KernelSpec],
     problem: Problem,
@@ -129,16 +159,19 @@ def codegen_records(
     log: Callable[[str], None] = lambda _m: None,
     ptx_dir: Path | None = None,
     config: str | None = None,
+    configurable: Collection[str] | None = None,
 ) -> Iterator[CodegenRecord]:
     """One codegen record per kernel (the reference library has no PTX and is skipped).
 
     ``config`` forces a config on kernels that declare a config space (default: each kernel's
-    own choice for ``problem``, which without a GPU is its heuristic's).
+    own choice for ``problem``, which without a GPU is its heuristic's); ``configurable`` names
+    those kernels (default: every kernel gets it), the others compile their one form.
     """
     for spec in specs:
         if spec.rung == Rung.CUBLAS:
             continue
-        rec = _codegen_one(spec, problem, timeout_s, ptx_dir, config)
+        forced = config if configurable is None or spec.id in configurable else None
+        rec = _codegen_one(spec, problem, timeout_s, ptx_dir, forced)
         detail = (
             f"{rec.registers} regs, {len(rec.features)} features"
             if rec.status == Status.OK

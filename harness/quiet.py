@@ -1,10 +1,11 @@
 """Keep third-party noise out of the harness's progress output.
 
 DSL stacks print pages that say nothing about the kernels being measured: deprecation warnings
-from their own internals at import, progress bars of their own builds (Tilus's tqdm), and leak
-reports from nanobind-bound extensions at interpreter exit (workers end with ``os._exit``, see
-:mod:`harness.worker`; pytest runs end the same way, see ``tests/conftest.py``). Set
-``GEMM_STUDY_VERBOSE=1`` to see all of it again.
+from their own internals at import, torch's "Failed to initialize NumPy" where NumPy is not
+installed (a CPU plugin's environment needs none), progress bars of their own builds (Tilus's
+tqdm), and leak reports from nanobind-bound extensions at interpreter exit (workers end with
+``os._exit``, see :mod:`harness.worker`; pytest runs end the same way, see
+``tests/conftest.py``). Set ``GEMM_STUDY_VERBOSE=1`` to see all of it again.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from __future__ import annotations
 import os
 import warnings
 
-__all__ = ["quiet_third_party", "verbose"]
+__all__ = ["quiet_resource_tracker", "quiet_third_party", "verbose"]
 
 
 def verbose() -> bool:
@@ -27,5 +28,25 @@ def quiet_third_party() -> None:
     warnings.filterwarnings("ignore", category=DeprecationWarning)
     warnings.filterwarnings("ignore", category=PendingDeprecationWarning)
     warnings.filterwarnings("ignore", category=FutureWarning)
+    # torch without NumPy says so at its first tensor; nothing here needs NumPy (CPU plugins).
+    warnings.filterwarnings("ignore", message="Failed to initialize NumPy", category=UserWarning)
     # tqdm reads this when a bar is created: DSLs that report build progress stay silent.
     os.environ.setdefault("TQDM_DISABLE", "1")
+
+
+#: The multiprocessing resource tracker's report of what a worker left registered.
+_TRACKER_RULE = "ignore:resource_tracker:UserWarning"
+
+
+def quiet_resource_tracker() -> None:
+    """Hide the resource tracker's "leaked semaphore objects" report (unless verbose).
+
+    A DSL that takes a multiprocessing lock in a worker (Tilus does) leaves it registered when
+    the worker ends with ``os._exit``; the tracker, a process of its own started with the first
+    worker, removes it at shutdown anyway and says so on stderr. The filter goes into
+    ``PYTHONWARNINGS``, which the tracker inherits: call this before the first worker starts."""
+    if verbose():
+        return
+    current = os.environ.get("PYTHONWARNINGS", "")
+    if _TRACKER_RULE not in current.split(","):
+        os.environ["PYTHONWARNINGS"] = ",".join(filter(None, [current, _TRACKER_RULE]))

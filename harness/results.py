@@ -360,15 +360,26 @@ def _atomic_write(path: Path, text: str) -> None:
 
 
 def check_writable(path: Path) -> None:
-    """Raise ResultsError unless a results file can be written at ``path``."""
-    folder = path.parent
-    probe = folder
-    while not probe.exists():
-        probe = probe.parent
-    if not probe.is_dir() or not os.access(probe, os.W_OK | os.X_OK):
-        raise ResultsError(f"cannot write results to {path}: {probe} is not a writable folder")
+    """Raise ResultsError unless a results file can be written at ``path``.
+
+    Tries it: creates (and removes) a file in the nearest existing folder on the way, because
+    permission bits say nothing for root, and a read-only mount or ``/proc`` refuses anyway."""
     if path.is_dir():
         raise ResultsError(f"cannot write results to {path}: it is a folder")
+    probe = path.parent
+    while not probe.exists():
+        probe = probe.parent
+    if not probe.is_dir():
+        raise ResultsError(f"cannot write results to {path}: {probe} is not a folder")
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".write-check.", dir=probe)
+        os.close(fd)
+        os.unlink(tmp)
+    except OSError as e:
+        why = e.strerror or type(e).__name__
+        raise ResultsError(
+            f"cannot write results to {path}: {probe} is not a writable folder ({why})"
+        ) from None
 
 
 @dataclass

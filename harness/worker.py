@@ -59,7 +59,7 @@ def describe_device(device: str) -> dict[str, Any]:
 
     info: dict[str, Any] = {
         "python": platform.python_version(),
-        "torch": torch.__version__,
+        "torch": str(torch.__version__),  # a str: unpickling a TorchVersion imports torch
         "torch_cuda": torch.version.cuda,
         "device": device,
     }

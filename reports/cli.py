@@ -1,14 +1,18 @@
-"""``python -m reports``: render the report, or promote a run into the committed results.
+"""``python -m reports``: render the report, compare two runs, or promote a run.
 
 ::
 
     python -m reports [RESULTS ...] [--out DIR] [--readme README.md] [--chain-problem KEY]
+    python -m reports compare A B [--changed]
     python -m reports promote RUN.json [--name NAME] [--supersedes OLD.json ...] [--why TEXT]
 
 Rendering reads result files and folders (default ``reports/results``, one level deep, so its
-``archive/`` is not read) and writes the figures, ``report.md`` and the CSVs into ``--out``
-(default ``reports/latest``). Every error is one line on stderr and exit status 2, because
-these commands run in scripts and sessions where a traceback hides the one fact that matters.
+``archive/`` is not read), writes the figures, ``report.md`` (and the files it links) and the
+CSVs into ``--out`` (default ``reports/latest``) and prints the report's summary tables.
+``compare`` prints, per problem and kernel, the change from A to B and whether it is beyond
+the spread (:mod:`reports.compare`). Every error is one line on stderr and exit status 2,
+because these commands run in scripts and sessions where a traceback hides the one fact that
+matters.
 """
 
 from __future__ import annotations
@@ -37,7 +41,8 @@ def _render_parser() -> argparse.ArgumentParser:
     p = _Parser(
         prog=PROG,
         description="Render figures, report.md and results.csv from result files. "
-        f"`{PROG} promote -h` for promoting a run into the committed results.",
+        f"`{PROG} compare -h`: what changed between two runs; `{PROG} promote -h`: promote a "
+        "run into the committed results.",
     )
     p.add_argument(
         "results",
@@ -88,6 +93,19 @@ def _promote_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _compare_parser() -> argparse.ArgumentParser:
+    p = _Parser(
+        prog=f"{PROG} compare",
+        description="Per problem and kernel: the change from A to B (TFLOPS of B over A) and "
+        "whether it is beyond the spread (the p20-p80 time bands do not overlap), with % of "
+        "cuBLAS on each side.",
+    )
+    p.add_argument("a", type=Path, help="results file or folder: the before")
+    p.add_argument("b", type=Path, help="results file or folder: the after")
+    p.add_argument("--changed", action="store_true", help="list only changes beyond the spread")
+    return p
+
+
 def _say(kind: str, text: str) -> None:
     print(f"{PROG}: {kind}: {text}", file=sys.stderr)
 
@@ -106,13 +124,29 @@ def _render(argv: list[str]) -> int:
         readme=args.readme,
         warn=lambda m: _say("warning", m),
     )
+    from reports.summary import terminal_summary
+
     files = [p for p in written if p not in args.readme]
+    print(terminal_summary(written.dataset, written.chain))
+    print()
     print(f"wrote {len(files)} files to {args.out}: " + ", ".join(p.name for p in files))
+    print(f"the report: {args.out / 'report.md'}")
     for readme in args.readme:
         if readme in written:
             print(f"refreshed the results block of {readme}")
         else:
             _say("warning", f"{readme} has no results markers; left unchanged")
+    return 0
+
+
+def _compare(argv: list[str]) -> int:
+    from reports.compare import compare, format_comparison
+    from reports.data import load_dataset
+
+    args = _compare_parser().parse_args(argv)
+    a = load_dataset([args.a], warn=lambda m: _say("warning", m))
+    b = load_dataset([args.b], warn=lambda m: _say("warning", m))
+    print(format_comparison(compare(a, b), str(args.a), str(args.b), changed_only=args.changed))
     return 0
 
 
@@ -141,6 +175,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if argv[:1] == ["promote"]:
             return _promote(argv[1:])
+        if argv[:1] == ["compare"]:
+            return _compare(argv[1:])
         return _render(argv)
     except (ResultsError, ReportError, PromoteError) as e:
         _say("error", str(e))

@@ -22,6 +22,7 @@ computation.
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 from collections.abc import Callable, Iterable, Mapping
@@ -37,7 +38,8 @@ from harness.results import Document, ResultsError, load_many, result_files
 __all__ = [
     "BACKEND_ORDER",
     "COMMON_TOP_RUNG",
-    "FAMILIES",
+    "OTHER",
+    "SUITE_ORDER",
     "SWEEP_RUNGS",
     "ChainRow",
     "Dataset",
@@ -50,11 +52,15 @@ __all__ = [
     "chain_problem",
     "chain_rungs",
     "chain_table",
-    "family",
+    "drawn_suites",
+    "has_chain",
     "held_out_suites",
+    "home_suite",
     "load_dataset",
     "pct_table",
     "problem_order",
+    "suite_problems",
+    "suites_of",
     "sweep_order",
     "sweep_table",
     "tflops_range",
@@ -62,9 +68,12 @@ __all__ = [
 
 #: Backends in the order of every panel, column and table; others follow alphabetically.
 BACKEND_ORDER = ("cublas", "tirx", "gluon", "cutedsl", "tilus")
-#: Problem families, in panel order: M = N = K; M = N = 8192 with K varying; everything else.
-FAMILIES = ("square", "ksweep", "other")
-KSWEEP_MN = 8192
+#: The fixed suites in the order figures and tables draw them. A problem's *home* is the first
+#: of these that holds its shape (8192^3 is square's; the K sweep draws it again as its
+#: K = 8192 point, because a suite is drawn as it is).
+SUITE_ORDER = ("square", "ksweep", "llm", "sweep", "ragged", "smoke")
+#: The home of a shape that no fixed suite holds (a random suite's, a one-off shape).
+OTHER = "other"
 #: The rungs every backend implements; a rung above it (8 ``shape_adaptive``) is in a backend's
 #: chain only where the backend has a kernel for it, so that a DSL that stops at rung 7 by
 #: design is not reported as "missing" rung 8.
@@ -79,19 +88,59 @@ def backend_order(backend: str) -> tuple[int, str]:
     return (BACKEND_ORDER.index(backend) if known else len(BACKEND_ORDER), backend)
 
 
-def family(p: Problem) -> str:
-    """``square`` (M = N = K), ``ksweep`` (M = N = 8192, K not 8192) or ``other``."""
-    if p.m == p.n == p.k:
-        return "square"
-    if p.m == p.n == KSWEEP_MN:
-        return "ksweep"
-    return "other"
+def suites_of(p: Problem) -> tuple[str, ...]:
+    """The fixed suites (of :data:`SUITE_ORDER`) that hold ``p``'s shape, in that order."""
+    shape = (p.m, p.n, p.k)
+    return tuple(s for s in SUITE_ORDER if shape in _suite_set(s))
+
+
+def home_suite(p: Problem) -> str:
+    """The first suite of :data:`SUITE_ORDER` holding ``p``'s shape, else :data:`OTHER`."""
+    found = suites_of(p)
+    return found[0] if found else OTHER
 
 
 def problem_order(p: Problem) -> tuple[Any, ...]:
-    """Sort key: dtype (fp16 first), family, size (M*N*K), then K."""
+    """Sort key: dtype (fp16 first), home suite (:data:`SUITE_ORDER`), then M, N, K (a square
+    suite by size, the K sweep by K, the shape sweep decode to prefill)."""
     dtype = DTYPES.index(p.dtype) if p.dtype in DTYPES else len(DTYPES)
-    return (dtype, p.dtype, FAMILIES.index(family(p)), p.m * p.n * p.k, p.k, p.m, p.n)
+    home = home_suite(p)
+    rank = SUITE_ORDER.index(home) if home in SUITE_ORDER else len(SUITE_ORDER)
+    return (dtype, p.dtype, rank, p.m, p.n, p.k)
+
+
+def suite_problems(problems: Iterable[Problem], suite: str, dtype: str) -> list[Problem]:
+    """The problems of ``dtype`` whose shape ``suite`` holds (any suite name
+    :func:`harness.problems.suite_shapes` knows), ordered M, N, K."""
+    shapes = _suite_set(suite)
+    return sorted(
+        {p for p in problems if p.dtype == dtype and (p.m, p.n, p.k) in shapes}, key=sweep_order
+    )
+
+
+def drawn_suites(
+    problems: Iterable[Problem], dtype: str, extra: Iterable[str] = ()
+) -> list[tuple[str, list[Problem]]]:
+    """(suite, its problems) for the panels of one dtype: the suites of :data:`SUITE_ORDER`,
+    then ``extra`` (held-out random suites), then :data:`OTHER`, each drawn whole (every problem
+    of it that has data, shared shapes again) when it holds a problem no earlier suite drew."""
+    problems = [p for p in problems if p.dtype == dtype]
+    out: list[tuple[str, list[Problem]]] = []
+    drawn: set[Problem] = set()
+    for suite in (*SUITE_ORDER, *extra):
+        mine = suite_problems(problems, suite, dtype)
+        if set(mine) - drawn:
+            out.append((suite, mine))
+            drawn |= set(mine)
+    rest = sorted(set(problems) - drawn, key=sweep_order)
+    if rest:
+        out.append((OTHER, rest))
+    return out
+
+
+@functools.cache
+def _suite_set(suite: str) -> frozenset[tuple[int, int, int]]:
+    return frozenset(suite_shapes(suite))
 
 
 def tflops_range(rec: BenchRecord) -> tuple[float, float, float] | None:
@@ -288,7 +337,7 @@ def chain_problem(ds: Dataset, requested: str | None = None) -> Problem | None:
         return p
     if Problem(4096, 4096, 4096, "fp16") in problems:
         return Problem(4096, 4096, 4096, "fp16")
-    squares = [p for p in problems if family(p) == "square"]
+    squares = [p for p in problems if p.m == p.n == p.k]
     if squares:
         return max(squares, key=lambda p: (p.dtype == "fp16", p.m))
     return problems[-1] if problems else None
@@ -366,6 +415,11 @@ def chain_table(ds: Dataset, problem: Problem) -> dict[str, list[ChainRow]]:
             prev = ms or prev
         table[backend] = rows
     return table
+
+
+def has_chain(table: Mapping[str, list[ChainRow]]) -> bool:
+    """Whether some backend of a :func:`chain_table` has two timed rungs: a chain to show."""
+    return any(sum(row.median_ms is not None for row in rows) >= 2 for rows in table.values())
 
 
 def _shown_first(r: BenchRecord) -> int:
@@ -516,6 +570,11 @@ def sweep_table(ds: Dataset, suite: str = "sweep") -> list[SweepPanel]:
                 )
             panels.append(SweepPanel(backend, dtype, kernels, tuple(rows), stats, suite))
     return panels
+
+
+def sweep_panels(ds: Dataset) -> list[SweepPanel]:
+    """The ``sweep`` suite's panels, then each held-out suite's (shapes never tuned on)."""
+    return [p for suite in ("sweep", *held_out_suites(ds)) for p in sweep_table(ds, suite)]
 
 
 def _replaces(new: BenchRecord, old: BenchRecord | None) -> bool:

@@ -104,6 +104,11 @@ def test_bench_records_every_failure_and_finishes(plugin_env, tmp_path: Path) ->
     assert got[("toy/picky", "100x72x40-fp16")].status == Status.UNSUPPORTED
     assert "multiples of 64" in got[("toy/picky", "100x72x40-fp16")].reason
     assert "[2/2] 100x72x40-fp16" in r.stdout  # progress output
+    # the device line names only what the run knows; a summary table ends the run
+    assert "device: cpu\n" in r.stdout and "None" not in r.stdout
+    summary = r.stdout.split("summary (")[1]
+    assert "toy/ok" in summary and "wrong: " in summary and "timeout" in summary
+    assert "Warning" not in r.stdout + r.stderr
     assert (tmp_path / "run.csv").read_text().count("toy/") == 22
 
 
@@ -270,11 +275,19 @@ def test_bench_without_gpu_says_so(plugin_env, tmp_path: Path) -> None:
             "none of the selected kernels declares configs",
         ),
         (["codegen", "--backend", "toy", "--problem", "64x64x9"], "K = 9 is not a multiple"),
+        (
+            ["codegen", "--kernel", "toy/tuned", "--kernel", "toy/ok", "--config", "foo=bar"],
+            "--config for toy/tuned: unknown knob(s) foo; the knobs are split",
+        ),
+        (
+            ["codegen", "--kernel", "toy/ok", "--config", "split=2"],
+            "none of the selected kernels declares configs",
+        ),
     ],
 )
 def test_bad_arguments_are_one_line_errors(plugin_env, tmp_path, args, message) -> None:
     out = tmp_path / "never.json"
-    r = _harness(plugin_env, *args, *(["--out", str(out)] if args[0] == "bench" else []))
+    r = _harness(plugin_env, *args, *(["--out", str(out)] if args[0] != "list" else []))
     assert r.returncode == 2, r.stdout + r.stderr
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: "), r.stderr
@@ -282,22 +295,34 @@ def test_bad_arguments_are_one_line_errors(plugin_env, tmp_path, args, message) 
     assert not out.exists()  # refused before any kernel ran
 
 
-def test_unwritable_out_is_refused(plugin_env, tmp_path: Path) -> None:
-    blocker = tmp_path / "a-file"
-    blocker.write_text("")
-    r = _harness(
-        plugin_env,
-        "bench",
-        "--device",
-        "cpu",
-        "--kernel",
-        "toy/ok",
-        "--out",
-        str(blocker / "x.json"),
-    )
-    assert r.returncode == 2
-    assert r.stderr.strip().startswith("error: cannot write results to")
-    assert len(r.stderr.strip().splitlines()) == 1
+@pytest.mark.parametrize("where", ["under-a-file", "proc", "read-only"])
+def test_unwritable_out_is_refused(plugin_env, tmp_path: Path, where: str) -> None:
+    """One line, also as root, where permission bits say nothing: the check writes a file."""
+    if where == "under-a-file":
+        blocker = tmp_path / "a-file"
+        blocker.write_text("")
+        out = blocker / "x.json"
+    elif where == "proc":  # root may write anywhere a mode allows; /proc refuses even root
+        if not Path("/proc/self").exists():
+            pytest.skip("no /proc here")
+        out = Path("/proc/gemm-study-no-such-folder/x.json")
+    else:
+        folder = tmp_path / "ro"
+        folder.mkdir()
+        folder.chmod(0o500)
+        probe = folder / "probe"
+        try:
+            probe.write_text("")
+        except OSError:
+            pass
+        else:  # root: the mode does not stop it, and then the run may write there too
+            probe.unlink()
+            pytest.skip("this user writes into read-only folders (root)")
+        out = folder / "x.json"
+    r = _harness(plugin_env, "bench", "--device", "cpu", "--kernel", "toy/ok", "--out", str(out))
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert r.stderr.strip().startswith("error: cannot write results to"), r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr
 
 
 def test_runs_land_in_the_ignored_run_folder(plugin_env, tmp_path: Path) -> None:

@@ -3,7 +3,8 @@
 Fixtures: ``bench_small.json`` (schema v1: two DSLs' chains and finals, no configs, one wrong
 rung), ``bench_tune.json`` (schema v2, a later tune run: three timed configs of alpha's rung 7
 at 4096^3 with the selected one not the fastest, one wrong config, and a pure tune at 2048^3
-with no selected record), ``codegen_small.json``.
+with no selected record), ``codegen_small.json``. The figures' readability (size, text that
+overlaps or leaves the canvas) is tested in ``test_figures.py``.
 """
 
 from __future__ import annotations
@@ -31,27 +32,24 @@ from harness.records import BenchRecord, Stats, Status
 from harness.results import ResultsWriter, load
 from reports.cli import main
 from reports.data import build_dataset, chain_table, load_dataset, pct_table, tflops_range
+from reports.figures import FIGURES
+from reports.figures.chain import figure_chain
+from reports.figures.heatmap import figure_heatmap
+from reports.figures.ksweep import figure_ksweep
+from reports.figures.sweep import figure_sweep
+from reports.markdown import anchor, sweep_lines, tuning_lines
 from reports.promote import PromoteError, promote
-from reports.render import (
-    README_END,
-    README_START,
-    figure_chain,
-    figure_heatmap,
-    figure_ksweep,
-    figure_sweep,
-    render_report,
-    sweep_lines,
-    tuning_lines,
-    update_readme,
-)
+from reports.readme import README_END, README_START, update_readme
+from reports.render import render_report
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures"
 ALPHA7 = "alpha/sm90/r7_multi_consumer"
 P4096 = Problem(4096, 4096, 4096)
 P2048 = Problem(2048, 2048, 2048)
-FIGS = ("cross_dsl.png", "ksweep.png", "chain.png", "pct_cublas.png", "sweep.png")
-OUTPUTS = {*FIGS, "report.md"}
+FIGS = tuple(spec.file for spec in FIGURES)
+LINKED = ("sweep.md", "tuning.md", "records.md", "environment.md")
+OUTPUTS = {*FIGS, "report.md", *LINKED}
 
 
 @pytest.fixture(scope="module")
@@ -76,31 +74,71 @@ def test_render_writes_every_file_with_the_fixture_numbers(rendered: Path) -> No
     # alpha's own choice at 4096^3 is the selected config of the later tune run (0.195 ms),
     # not the faster non-selected config nor the earlier unconfigured record.
     assert (
-        "| 4096x4096x4096-fp16 | 687.2 | 704.8 (102.6%) | `group=8,raster=m` | 687.2 (100.0%) |"
-        in md
+        "| 4096x4096x4096-fp16 | square, llm | 687.2 | 704.8 (102.6%) | `group=8,raster=m` | "
+        "687.2 (100.0%) |" in md
     )
     # 2048^3 has only non-selected configs: the fastest stands in, marked and explained.
-    assert "| 2048x2048x2048-fp16 | 572.7 | 554.2 (96.8%) † | `group=4,raster=m` | - |" in md
+    assert (
+        "| 2048x2048x2048-fp16 | square, sweep | 572.7 | 554.2 (96.8%) † | `group=4,raster=m` | - |"
+        in md
+    )
     assert "the fastest config measured is shown instead" in md
     # The chain takes every rung from the one run that timed them all (bench_small), not
     # rung 7 from the later tune run: a step compares kernels timed side by side.
     assert "| 7 multi_consumer | alpha/sm90/r7_multi_consumer | - | ok | 0.1900 |" in md
     assert "| 4 persistent | beta/sm90/r4_persistent | - | wrong |" in md
-    assert "## Configs (tuning)" in md
-    # environment of each run, TFLOPS/GHz and watts, failures with reasons, codegen
-    assert "Fixture GPU H000, 132 SMs, L2 50 MiB" in md and "`0123456789abcdef`" in md
-    assert "power limit 700 W" in md and "warm-up 1.0 s" in md and "triton 3.9.0" in md
-    assert "| TFLOPS/GHz | % cuBLAS | SM MHz | W |" in md
+    # failures with reasons, codegen; the long tables and the environment in linked files
     assert "| 4096x4096x4096-fp16 | wrong | result differs from torch.matmul: max\\|err\\|" in md
     assert "| alpha/sm90/r7_multi_consumer | - | sm_90a | ok | 168 | 0 | 1024 | 0.71 | 212 |" in md
     assert "CompileError: boom" in md
     for fig in FIGS:
         assert f"]({fig})" in md
-    for outside in ("DESIGN.md", "DSL-NOTES", "../shared", "seeds", "the issue", "harness report"):
-        assert outside not in md
+    env = (rendered / "environment.md").read_text()
+    assert "Fixture GPU H000, 132 SMs, L2 50 MiB" in env and "`0123456789abcdef`" in env
+    assert "power limit 700 W" in env and "warm-up 1.0 s" in env and "triton 3.9.0" in env
+    assert "| TFLOPS/GHz | % cuBLAS | SM MHz | W |" in (rendered / "records.md").read_text()
+    assert "**alpha/sm90/r7_multi_consumer** at " in (rendered / "tuning.md").read_text()
+    for name in (*LINKED, "report.md"):
+        text = (rendered / name).read_text()
+        for outside in (
+            "DESIGN.md",
+            "DSL-NOTES",
+            "../shared",
+            "seeds",
+            "the issue",
+            "harness report",
+        ):
+            assert outside not in text, (name, outside)
     rows = list(csv.DictReader(io.StringIO((rendered / "results.csv").read_text())))
     tuned = [r for r in rows if r["kernel"] == ALPHA7 and r["k"] == "4096" and r["config"]]
     assert {r["config"] for r in tuned} >= {"group=8,raster=m", "group=4,raster=m"}
+
+
+def test_report_md_reads_summary_first_then_contents(rendered: Path) -> None:
+    """Summary (headline, chains, sweep geomeans), then contents whose every link resolves,
+    then the figures; the runs at the end; the long tables only in the linked files."""
+    md = (rendered / "report.md").read_text()
+    heads = [line[3:] for line in md.splitlines() if line.startswith("## ")]
+    assert heads[:2] == ["Summary", "Contents"] and heads[-1] == "Runs"
+    assert heads.index("Cross-DSL performance") < heads.index("Not timed") < heads.index("Runs")
+    summary = md.split("## Summary")[1].split("## Contents")[0]
+    assert "| 4096x4096x4096-fp16 | 687 | 705 (102.6 %, " in summary  # headline
+    assert (
+        "| 1 tiled | 2.000 | 3.000 |" in summary
+        and "| 4 persistent | 0.400 (x1.25) | wrong |" in summary
+    )
+    assert "| total, rung 1 to the last | x10.5 | x15.0 |" in summary
+    assert "| sweep | fp16 | alpha | 103.5 | 96.8 (2048x2048x2048) | - | - |" in summary
+    contents = md.split("## Contents")[1].split("\n## ")[0]
+    anchors = {anchor(h) for h in heads}
+    links = re.findall(r"\]\(#([^)]+)\)", contents)
+    assert len(links) == len(heads) - 2 and set(links) <= anchors
+    for name in LINKED:
+        assert f"[{name}]({name})" in contents
+        assert (rendered / name).read_text().splitlines()[2] == "[Back to report.md](report.md)"
+    for long in ("Fixture GPU H000, 132 SMs", "SM MHz", "| config | median ms | p20-p80 ms |"):
+        assert long not in md
+    assert len(md.splitlines()) < 200
 
 
 def test_rendering_twice_gives_identical_bytes(rendered: Path, tmp_path: Path) -> None:
@@ -240,13 +278,23 @@ def test_chain_keeps_its_run_when_a_later_run_retimes_a_rung(ds) -> None:
     assert alpha[7].median_ms == pytest.approx(0.19) and not alpha[7].other_run
 
 
-def test_heatmap_resolves_two_percent(ds) -> None:
+def test_heatmap_resolves_two_percent_and_tells_25_from_89(ds) -> None:
     fig = figure_heatmap(ds)
     texts = [t.get_text() for ax in fig.axes for t in ax.texts]
     assert "102.6" in texts and "110.6" in texts
     assert all(re.fullmatch(r"\d+\.\d|-", t) for t in texts), texts
-    image = fig.axes[0].images[0]
-    assert (image.norm.vmin, image.norm.vmax) == (90.0, 110.0)
+    image = next(ax.images[0] for ax in fig.axes if ax.images)
+    colour = lambda v: tuple(image.cmap(image.norm(v)))  # noqa: E731
+    # a diverging scale centred on 100: fine steps near it, and 25 % far from 89 %
+    assert colour(98.5) != colour(101.5) and colour(99.5) != colour(100.5)
+    assert colour(25) != colour(89) and colour(89) != colour(95)
+    assert colour(101) == colour(101.5)  # one step, not a continuum
+    red = lambda v: colour(v)[0] > colour(v)[2]  # noqa: E731
+    light = lambda v: sum(colour(v)[:3])  # noqa: E731
+    assert all(red(v) for v in (25, 89, 99)) and not any(red(v) for v in (101, 115))
+    assert light(25) < light(89) < light(99) and light(115) < light(101)  # darker further out
+    titles = [ax.get_title() for ax in fig.axes if ax.get_title()]
+    assert "fp16, square suite (M = N = K)" in titles and "fp16, K sweep (M = N = 8192)" in titles
 
 
 def test_error_bands_and_ksweep_axis(ds) -> None:
@@ -428,17 +476,22 @@ def test_shape_sweep_section_and_figure(tmp_path: Path) -> None:
     assert "r8" not in delta and "- r7 multi_consumer: geomean" in delta
 
     fig = figure_sweep(ds)
-    axes = [ax for ax in fig.axes if ax.get_title()]
-    assert [ax.get_title() for ax in axes] == ["delta, fp16 (sweep)", "gamma, fp16 (sweep)"]
-    ax = axes[1]
-    ticks = [t.get_text() for t in ax.get_xticklabels()]
-    assert ticks == order[1:]
-    legend = [t.get_text() for t in ax.get_legend().get_texts()]
-    assert (
-        f"r8 shape_adaptive: geomean {g8:.0f} %, worst {min(pct[8].values()):.0f} % at "
-        "1x6144x4096 (4 of 5 shapes)" in legend
+    axes = [ax for ax in fig.axes if ax.get_visible()]
+    titles = [ax.get_title(loc="left").splitlines() for ax in axes]
+    assert [t[0] for t in titles] == ["delta", "gamma"]  # one column per DSL
+    assert titles[1][2] == (
+        f"r8 geomean {g8:.0f} %, worst {min(pct[8].values()):.0f} % (1x6144x4096; 4/5 shapes)"
     )
-    assert any(t.startswith(f"r7 multi_consumer: geomean {g7:.0f} %") for t in legend)
+    assert titles[1][1].startswith(f"r7 geomean {g7:.0f} %") and len(titles[0]) == 2
+    ax = axes[1]
+    assert ax.get_xscale() == "log"  # M, decode to prefill
+    points = {
+        round(x): y
+        for line in ax.get_lines()
+        if line.get_marker() == "o"
+        for x, y in zip(line.get_xdata(), line.get_ydata(), strict=True)
+    }
+    assert points[1] == pytest.approx(93.0) and points[16] == pytest.approx(97.5)
     assert {line.get_ydata()[0] for line in ax.get_lines()} >= {100, 90}
     assert "r8 wrong" in [t.get_text() for t in ax.texts]
 
@@ -463,22 +516,26 @@ def test_held_out_suites_get_their_own_panels(tmp_path: Path) -> None:
     w.finish()
     ds = load_dataset([tmp_path / "held.json"])
     fig = figure_sweep(ds)
-    titles = [ax.get_title() for ax in fig.axes if ax.get_title()]
-    assert titles == [f"gamma, fp16 (held out: {held})"]
+    (ax,) = [ax for ax in fig.axes if ax.get_visible()]
+    assert ax.get_title(loc="left").startswith("gamma\nr8 geomean 91 %, worst 90 %")
+    assert ax.get_ylabel() == f"held out {held}, fp16\n% of cuBLAS"
     md = "\n".join(sweep_lines(ds))
     assert f"**gamma** (held out, `{held}`, fp16;" in md
     assert "geomean 91.0 % of cuBLAS, worst 90.0 %" in md
 
 
-def test_shape_sweep_without_sweep_data_renders_an_empty_panel(tmp_path: Path) -> None:
+def test_a_figure_without_data_is_neither_written_nor_linked(tmp_path: Path) -> None:
     ds = _sweep_dataset(tmp_path, sweep=False)
-    fig = figure_sweep(ds)
-    assert [t.get_text() for ax in fig.axes for t in ax.texts] == [
-        "no rung-7 or rung-8 results on the sweep suite yet"
-    ]
+    assert figure_sweep(ds) is None
     assert sweep_lines(ds) == ["No rung-7 or rung-8 results on the `sweep` suite yet."]
-    render_report([tmp_path / "sweep.json"], tmp_path / "out")
-    assert (tmp_path / "out" / "sweep.png").stat().st_size > 0
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "sweep.png").write_bytes(b"stale")  # from an earlier render
+    written = render_report([tmp_path / "sweep.json"], out)
+    assert not (out / "sweep.png").exists() and out / "sweep.png" not in written
+    md = (out / "report.md").read_text()
+    assert "## Shape sweep" not in md and "(sweep.png)" not in md and "(#shape-sweep)" not in md
+    assert "## Speedup chain" in md and "(chain.png)" in md
 
 
 def test_chain_shows_rung_8_only_for_backends_that_have_it(tmp_path: Path) -> None:
@@ -492,7 +549,7 @@ def test_chain_shows_rung_8_only_for_backends_that_have_it(tmp_path: Path) -> No
     ax = figure_chain(ds, P8192).axes[1]  # delta, gamma
     assert ax.get_title() == "gamma"
     assert [t.get_text() for t in ax.get_xticklabels()][-1] == "8 shape_adaptive"
-    assert any(t.get_text() == "tile8192" for t in ax.texts)  # rung 8's config, annotated
+    assert ax.get_xlabel() == "rung 8 config: tile8192"  # under the panel, never clipped
     # final kernel = highest measured rung of the seed chain: rung 8 has its own sweep section
     assert ds.final_kernels() == {
         "gamma": "gamma/sm90/r7_multi_consumer",
