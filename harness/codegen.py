@@ -1,18 +1,15 @@
 """Compile-only comparison: what each kernel compiles to, without a GPU.
 
 For every kernel, ``Kernel.codegen`` runs in an isolated worker; the harness then fills what the
-backend left out — registers, spills and static shared memory from ``ptxas -v`` on the PTX —
-counts the kernel module's lines of code, and lists the hardware features found in the PTX.
+backend left out — registers, spills and static shared memory from ``ptxas -v`` on the PTX
+(:mod:`harness.toolchain`) — counts the kernel module's lines of code, and lists the hardware
+features found in the PTX.
 """
 
 from __future__ import annotations
 
 import importlib.util
-import os
 import re
-import shutil
-import subprocess
-import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -20,8 +17,9 @@ from pathlib import Path
 from harness.isolate import Worker, WorkerDied
 from harness.protocol import Artifacts, KernelSpec, Problem, Rung
 from harness.records import CodegenRecord, Status
+from harness.toolchain import ptxas_resources
 
-__all__ = ["PTX_FEATURES", "codegen_records", "count_loc", "ptx_features", "ptxas_resources"]
+__all__ = ["PTX_FEATURES", "codegen_records", "count_loc", "ptx_features"]
 
 #: feature -> regex over PTX text. Order is the order of the report's table.
 PTX_FEATURES: dict[str, str] = {
@@ -43,56 +41,6 @@ PTX_FEATURES: dict[str, str] = {
 
 def ptx_features(ptx: str) -> list[str]:
     return [name for name, rx in PTX_FEATURES.items() if re.search(rx, ptx)]
-
-
-def find_ptxas() -> str | None:
-    """``$PTXAS``, ptxas on PATH, or the CUDA toolkit's (None if there is none)."""
-    for cand in (os.environ.get("PTXAS"), shutil.which("ptxas"), "/usr/local/cuda/bin/ptxas"):
-        if cand and Path(cand).is_file():
-            return cand
-    return None
-
-
-_RES = re.compile(
-    r"Compiling entry function '(?P<fn>[^']+)' for '(?P<arch>\w+)'.*?"
-    r"(?:(?P<spst>\d+) bytes spill stores, (?P<spld>\d+) bytes spill loads.*?)?"
-    r"Used (?P<regs>\d+) registers(?:.*?(?P<smem>\d+) bytes smem)?",
-    re.S,
-)
-
-
-def ptxas_resources(ptx: str, arch: str) -> dict[str, int] | None:
-    """Registers, spill bytes and static shared memory of the largest kernel in ``ptx``."""
-    ptxas = find_ptxas()
-    if ptxas is None or not ptx:
-        return None
-    with tempfile.TemporaryDirectory() as tmp:
-        src = Path(tmp) / "k.ptx"
-        src.write_text(ptx)
-        try:
-            r = subprocess.run(
-                [ptxas, f"-arch={arch}", "-v", str(src), "-o", str(Path(tmp) / "k.o")],
-                capture_output=True,
-                text=True,
-                timeout=300,
-            )
-        except (OSError, subprocess.TimeoutExpired):
-            return None
-    if r.returncode != 0:
-        return None
-    best: dict[str, int] | None = None
-    for block in re.split(r"ptxas(?:-blackwell)? info\s*: Compiling entry function", r.stderr)[1:]:
-        m = _RES.search("Compiling entry function" + block)
-        if not m:
-            continue
-        res = {
-            "registers": int(m["regs"]),
-            "spill_bytes": int(m["spst"] or 0) + int(m["spld"] or 0),
-            "shared_bytes": int(m["smem"] or 0),
-        }
-        if best is None or res["registers"] > best["registers"]:
-            best = res
-    return best
 
 
 def count_loc(module: str) -> int | None:
