@@ -2,13 +2,13 @@
 
 A backend imports this module, its own DSL, the CUDA toolchain helpers of
 :mod:`harness.toolchain` (nvcc, ptxas, the SM count assumed without a GPU) and, for a
-shape-adaptive rung, the shared vocabulary, schedule and cost model of :mod:`harness.tile_cost`
-— nothing else from the harness. It describes its kernels with :class:`KernelSpec` values, which name a module to
-import lazily, so that listing kernels never imports a DSL. The module's attribute (``KERNEL``
-by default) is an object implementing :class:`Kernel`. A kernel's identity (backend, name,
-rung, arch, description) is written once, in its spec; a kernel object that also reports it
-(built-in backends hand the spec to the kernel, see ``backends/*/__init__.py``) must report the
-same values, or :meth:`KernelSpec.load` refuses it.
+shape-adaptive rung, the shared vocabulary, schedule and cost model of :mod:`harness.tile_cost` —
+nothing else from the harness. It describes its kernels with :class:`KernelSpec` values, which
+name a module to import lazily, so that listing kernels never imports a DSL. The module's
+attribute (``KERNEL`` by default) is an object implementing :class:`Kernel`. A kernel's identity
+(backend, name, rung, arch, description) is written once, in its spec; a kernel object that also
+reports it (built-in backends hand the spec to the kernel, see ``backends/*/__init__.py``) must
+report the same values, or :meth:`KernelSpec.load` refuses it.
 
 The GEMM is the "TN" convention (:mod:`harness.gemm`). A kernel may declare a config
 space (:mod:`harness.configs`): its knobs as a frozen dataclass, a finite menu and a default
