@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import importlib.util
 import re
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from harness.isolate import Worker, WorkerDied
+from harness.isolate import Worker, WorkerDied, WorkerEnv
 from harness.protocol import Artifacts, KernelSpec, Problem, Rung
 from harness.records import CodegenRecord, Status
+from harness.runner import SpecStatus, survey
 from harness.toolchain import ptxas_resources
 
 __all__ = ["PTX_FEATURES", "codegen_records", "count_loc", "ptx_features"]
@@ -77,16 +78,21 @@ def codegen_records(
     log: Callable[[str], None] = lambda _m: None,
     ptx_dir: Path | None = None,
     config: str | None = None,
+    envs: Mapping[str, WorkerEnv] | None = None,
 ) -> Iterator[CodegenRecord]:
     """One codegen record per kernel (the reference library has no PTX and is skipped).
 
     ``config`` forces a config on kernels that declare a config space (default: each kernel's
-    own choice for ``problem``, which without a GPU is its heuristic's).
+    own choice for ``problem``, which without a GPU is its heuristic's). ``envs`` names the
+    environment each backend compiles in (default: the harness's own); a kernel whose
+    environment lacks what it needs is recorded unsupported, "not installed".
     """
+    specs = [s for s in specs if s.rung != Rung.CUBLAS]
+    envs = envs or {}
+    status = survey(specs, envs, timeout_s)
     for spec in specs:
-        if spec.rung == Rung.CUBLAS:
-            continue
-        rec = _codegen_one(spec, problem, timeout_s, ptx_dir, config)
+        env = envs.get(spec.backend, WorkerEnv())
+        rec = _codegen_one(spec, problem, timeout_s, ptx_dir, config, env, status[spec.id])
         detail = (
             f"{rec.registers} regs, {len(rec.features)} features"
             if rec.status == Status.OK
@@ -97,16 +103,19 @@ def codegen_records(
 
 
 def _codegen_one(
-    spec: KernelSpec, problem: Problem, timeout_s: float, ptx_dir: Path | None, config: str | None
+    spec: KernelSpec,
+    problem: Problem,
+    timeout_s: float,
+    ptx_dir: Path | None,
+    config: str | None,
+    env: WorkerEnv,
+    status: SpecStatus,
 ) -> CodegenRecord:
     arch = spec.arch
     rec = CodegenRecord(**CodegenRecord.identity(spec), lines_of_code=count_loc(spec.module))
-    missing = spec.missing_requirements()
-    if missing:
-        return replace(
-            rec, status=Status.UNSUPPORTED, reason=f"not installed here: {', '.join(missing)}"
-        )
-    w = Worker(spec, device="cpu")
+    if status.missing:
+        return replace(rec, status=Status.UNSUPPORTED, reason=status.reason)
+    w = Worker(spec, device="cpu", env=env)
     try:
         cmd = {"op": "codegen", "problem": problem, "arch": arch, "config": config}
         reply = w.call(cmd, timeout=timeout_s)

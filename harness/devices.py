@@ -53,15 +53,18 @@ def list_gpus(environ: Mapping[str, str] = os.environ) -> list[str]:
     return [row[0] for row in rows or []]
 
 
-def parse_gpus(text: str, environ: Mapping[str, str] = os.environ) -> list[str]:
+def parse_gpus(
+    text: str, environ: Mapping[str, str] = os.environ, literal: bool = False
+) -> list[str]:
     """The slots ``--gpus`` names: ``all``, or positions ``0,1,...`` among :func:`list_gpus`.
 
-    Without ``CUDA_VISIBLE_DEVICES`` and without nvidia-smi (a machine with no GPU, where test
-    kernels stand in), positions are taken as they are: ``--gpus 0,1`` makes two slots, "0" and
-    "1". ValueError naming the problem otherwise.
+    ``literal`` (kernels that run on the CPU: ``bench --device cpu``) takes the numbers as
+    they are, looking nothing up: ``--gpus 0,1`` makes two worker sets with
+    ``CUDA_VISIBLE_DEVICES`` 0 and 1, fake GPUs for test kernels. So does a machine with
+    neither ``CUDA_VISIBLE_DEVICES`` nor nvidia-smi. ValueError naming the problem otherwise.
     """
-    available = list_gpus(environ)
     if text.strip() == "all":
+        available = [] if literal else list_gpus(environ)
         if not available:
             raise ValueError("--gpus all: no GPU found (nvidia-smi lists none); name them: 0,1")
         return available
@@ -73,6 +76,9 @@ def parse_gpus(text: str, environ: Mapping[str, str] = os.environ) -> list[str]:
         picks.append(part)
     if len(set(picks)) != len(picks):
         raise ValueError(f"--gpus {text!r} names a GPU twice")
+    if literal:
+        return picks
+    available = list_gpus(environ)
     if not available and "CUDA_VISIBLE_DEVICES" not in environ:
         return picks
     out = []

@@ -13,6 +13,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 PLUGIN_SRC = ROOT / "tests" / "plugin"
+#: The fake GPUs' backend (tests/fakegpu): CPU kernels that record where they ran.
+FAKEGPU_SRC = ROOT / "tests" / "fakegpu"
 
 
 def make_plugin_site(dest: Path, project: Path = PLUGIN_SRC) -> Path:
@@ -68,6 +70,23 @@ def plugin_env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
         [str(site), str(PLUGIN_SRC), str(ROOT), env.get("PYTHONPATH", "")]
     ).rstrip(os.pathsep)
     env["PYTHONUNBUFFERED"] = "1"
+    return env
+
+
+@pytest.fixture()
+def fake_gpu_env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """Environment for a subprocess that sees the toy plugin and the fake GPUs' backend, with a
+    fresh ``FAKE_GPU_DIR`` (its kernels' log and broken-GPU markers)."""
+    site = tmp_path_factory.mktemp("site")
+    make_plugin_site(site)
+    make_plugin_site(site, FAKEGPU_SRC)
+    env = dict(os.environ)
+    env.pop("CUDA_VISIBLE_DEVICES", None)
+    env["PYTHONPATH"] = os.pathsep.join(
+        [str(site), str(PLUGIN_SRC), str(FAKEGPU_SRC), str(ROOT), env.get("PYTHONPATH", "")]
+    ).rstrip(os.pathsep)
+    env["PYTHONUNBUFFERED"] = "1"
+    env["FAKE_GPU_DIR"] = str(tmp_path_factory.mktemp("fakegpu"))
     return env
 
 
