@@ -244,17 +244,25 @@ def run_ray(
     task = ray.remote(num_gpus=1, num_cpus=1, max_retries=0)(_ray_unit).options(
         runtime_env={"env_vars": {"PYTHONPATH": os.pathsep.join(dict.fromkeys(path))}}
     )
+    gpus = ray.cluster_resources().get("GPU", 0)
+    if gpus < 1:
+        if owned:
+            ray.shutdown()
+        raise ExecutorUnavailable(
+            f"the Ray cluster ({address or 'local'}) has no GPU: its tasks would wait forever"
+        )
     plan_ref = ray.put(plan)
     quarantined: set[tuple[Any, Any]] = set()
     seen: set[tuple[Any, Any]] = set()
     futures: dict[Any, Unit] = {}
+    finished = 0
 
     def submit() -> None:
         while (item := work.take(block=False)) is not None:
             unit, final, _ = item
             futures[task.remote(plan_ref, unit, final, frozenset(quarantined))] = unit
 
-    log(f"ray: {work.total} unit(s) on {ray.cluster_resources().get('GPU', 0):g} GPU(s)")
+    log(f"ray: {work.total} problem(s) on {gpus:g} GPU(s)")
     try:
         submit()
         while futures:
@@ -272,6 +280,13 @@ def run_ray(
             if outcome.device_failed and outcome.gpu is not None:
                 quarantined.add(gpu_key(outcome.gpu))
             work.finish(outcome)
+            if outcome.records:
+                gpu = outcome.gpu or {}
+                finished += 1
+                log(
+                    f"[{finished}/{work.total}] {unit.key}: done on {gpu.get('host')} GPU "
+                    f"{gpu.get('visible')}"
+                )
             if not outcome.bounced:
                 yield outcome
             submit()
