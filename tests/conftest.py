@@ -70,6 +70,7 @@ def plugin_env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
         [str(site), str(PLUGIN_SRC), str(ROOT), env.get("PYTHONPATH", "")]
     ).rstrip(os.pathsep)
     env["PYTHONUNBUFFERED"] = "1"
+    env["OMP_NUM_THREADS"] = "1"  # many small CPU workers: one torch thread each
     return env
 
 
@@ -87,6 +88,8 @@ def fake_gpu_env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     ).rstrip(os.pathsep)
     env["PYTHONUNBUFFERED"] = "1"
     env["FAKE_GPU_DIR"] = str(tmp_path_factory.mktemp("fakegpu"))
+    # Several fake GPUs share the CPU: one torch thread per worker, not one per core each.
+    env["OMP_NUM_THREADS"] = "1"
     return env
 
 

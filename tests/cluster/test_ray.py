@@ -42,6 +42,7 @@ def fake_backend(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     path = [str(site), str(FAKEGPU_SRC), str(PLUGIN_SRC), str(ROOT)]
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([*path, os.environ.get("PYTHONPATH", "")]))
     monkeypatch.setenv("FAKE_GPU_DIR", str(tmp_path))
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")  # the logical GPUs share the CPU
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     for p in reversed(path):
         monkeypatch.syspath_prepend(p)

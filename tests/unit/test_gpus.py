@@ -164,7 +164,7 @@ def test_a_unit_that_fails_on_two_gpus_is_the_kernels_failure(fake_gpu_env, tmp_
 def test_a_killed_run_resumes_to_the_records_of_an_uninterrupted_one(
     fake_gpu_env, tmp_path: Path
 ) -> None:
-    env = {**fake_gpu_env, "FAKE_SLEEP_S": "1.0"}
+    env = {**fake_gpu_env, "FAKE_SLEEP_S": "0.5"}
     args = ["--kernel", "fake/sleep", "--gpus", "0,1", *_suites(*SIX)]
     whole = tmp_path / "whole.json"
     r = _bench(env, whole, *args)
@@ -200,24 +200,27 @@ def test_a_killed_run_resumes_to_the_records_of_an_uninterrupted_one(
 
 
 def test_shards_merge_into_the_records_of_one_run(fake_gpu_env, tmp_path: Path) -> None:
-    args = ["--kernel", "fake/sleep", *_suites(*SIX)]
-    whole, first, second = tmp_path / "whole.json", tmp_path / "s0.json", tmp_path / "s1.json"
-    for out, extra in ((whole, []), (first, ["--shard", "0/2"]), (second, ["--shard", "1/2"])):
+    shapes = SIX[:4]
+    args = ["--kernel", "fake/sleep", *_suites(*shapes)]
+    first, second = tmp_path / "s0.json", tmp_path / "s1.json"
+    for out, extra in ((first, ["--shard", "0/2"]), (second, ["--shard", "1/2", "--gpus", "0,1"])):
         r = _bench(fake_gpu_env, out, *args, *extra)
         assert r.returncode == 0, r.stdout + r.stderr
-    assert {r.problem_key for r in load(first).bench} == {f"{s}-fp16" for s in SIX[0::2]}
+    assert {r.problem_key for r in load(first).bench} == {f"{s}-fp16" for s in shapes[0::2]}
     merged = tmp_path / "merged.json"
-    r = _harness(fake_gpu_env, "merge", str(first), str(second), "--out", str(merged))
+    r = _harness(fake_gpu_env, "merge", str(second), str(first), "--out", str(merged))
     assert r.returncode == 0, r.stdout + r.stderr
     doc = load(merged)
-    assert _outcomes(doc) == _outcomes(load(whole))
+    kernels = ("fake/reference", "fake/sleep")
+    assert _outcomes(doc) == {(k, None, f"{s}-fp16", Status.OK) for k in kernels for s in shapes}
+    assert [r.problem_key for r in doc.bench[::2]] == [f"{s}-fp16" for s in shapes]  # plan order
     assert doc.finished is not None and len(doc.environment["merged_from"]) == 2
     # a problem in two files, a shard of other code: refused, one line each
-    r = _harness(fake_gpu_env, "merge", str(first), str(whole), "--out", str(merged))
+    r = _harness(fake_gpu_env, "merge", str(first), str(first), "--out", str(merged))
     assert r.returncode == 2 and "is in both" in r.stderr
-    other = {**fake_gpu_env, "GEMM_STUDY_GIT_SHA": "0000000"}
-    r = _bench(other, second, *args, "--shard", "1/2")
-    assert r.returncode == 0, r.stdout + r.stderr
+    raw = json.loads(second.read_text())
+    raw["environment"]["git_sha"] = "0000000"
+    second.write_text(json.dumps(raw))
     r = _harness(fake_gpu_env, "merge", str(first), str(second), "--out", str(merged))
     assert r.returncode == 2 and "different code" in r.stderr, r.stderr
     assert len(r.stderr.strip().splitlines()) == 1
@@ -226,7 +229,7 @@ def test_shards_merge_into_the_records_of_one_run(fake_gpu_env, tmp_path: Path) 
     )
     assert r.returncode == 0, r.stderr
     # and a resume of a run with other kernels is refused
-    r = _bench(fake_gpu_env, first, "--kernel", "fake/raise", *_suites(*SIX), "--resume")
+    r = _bench(fake_gpu_env, first, "--kernel", "fake/raise", *_suites(*shapes), "--resume")
     assert r.returncode == 2 and "was run with other kernels" in r.stderr, r.stderr
 
 
