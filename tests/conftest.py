@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 import tomllib
 from collections import Counter
@@ -37,6 +38,20 @@ def make_plugin_site(dest: Path, project: Path = PLUGIN_SRC) -> Path:
         lines += [f"{name} = {value}" for name, value in eps.items()]
     (info / "entry_points.txt").write_text("\n".join(lines) + "\n")
     return dest
+
+
+def run_harness(
+    env: dict[str, str], *args: str, timeout: float = 300, cwd: Path = ROOT
+) -> subprocess.CompletedProcess[str]:
+    """``python -m harness ARGS`` in a subprocess with ``env``, output captured."""
+    return subprocess.run(
+        [sys.executable, "-m", "harness", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

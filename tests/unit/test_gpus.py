@@ -18,6 +18,7 @@ from collections import defaultdict
 from pathlib import Path
 
 import pytest
+from conftest import run_harness
 
 pytest.importorskip("torch")
 
@@ -33,17 +34,7 @@ def _suites(*shapes: str) -> list[str]:
     return [a for s in shapes for a in ("--suite", s)]
 
 
-def _harness(
-    env: dict[str, str], *args: str, timeout: float = 300
-) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "harness", *args],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
+_harness = run_harness
 
 
 def _bench(env: dict[str, str], out: Path, *args: str) -> subprocess.CompletedProcess[str]:
