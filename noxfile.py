@@ -236,9 +236,12 @@ def lint(session: nox.Session) -> None:
     session.run("ruff", "format", "--check", ".")
 
 
-def _interpreter_note(session: nox.Session, backend: str) -> Path:
-    """Where ``bench(<backend>)`` leaves its interpreter for ``bench-run`` (beside the venvs)."""
-    return Path(session.virtualenv.location).parent / "bench-python" / f"{backend}.json"
+#: Where ``bench(<backend>)`` leaves its interpreter for ``bench-run`` (ignored by git).
+BENCH_NOTES = Path(__file__).resolve().parent / ".nox" / "bench-python"
+
+
+def _interpreter_note(backend: str) -> Path:
+    return BENCH_NOTES / f"{backend}.json"
 
 
 @nox.session(default=False)
@@ -262,7 +265,7 @@ def bench(session: nox.Session, backend: str) -> None:
         else:  # compiled only: no CUDA torch
             _install_cpu(session, backend, BACKENDS[backend][1])
         python = str(Path(session.virtualenv.location) / "bin" / "python")
-    note = _interpreter_note(session, backend)
+    note = _interpreter_note(backend)
     note.parent.mkdir(parents=True, exist_ok=True)
     # The nox process's id marks the notes of this invocation: bench-run ignores older ones.
     note.write_text(json.dumps({"python": python, "nox_pid": os.getpid()}))
@@ -276,7 +279,7 @@ def bench_run(session: nox.Session) -> None:
     given = {v.split("=", 1)[0] for v in _option(posargs, "--python")[0]}
     built: dict[str, str | None] = {}  # the backends bench(<backend>) prepared in this nox run
     for backend in BACKENDS:
-        note = _interpreter_note(session, backend)
+        note = _interpreter_note(backend)
         if note.exists() and (made := json.loads(note.read_text()))["nox_pid"] == os.getpid():
             built[backend] = made["python"]
     if not built:

@@ -276,6 +276,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
     }
     units = plan_units(problems, shard)
     base = None
+    if args.resume and not out.exists():
+        _print(f"--resume: {out} does not exist yet; starting it")
     if args.resume and out.exists():
         try:
             base = load(out)

@@ -214,8 +214,8 @@ def _ray_unit(
         ready = GpuReady(runner.gpu, info, info.get("device_error"))
         if gpu_key(runner.gpu) in quarantined:
             return ready, UnitOutcome(unit, (), runner.gpu, bounced=True)
-        if ready.error:
-            return ready, UnitOutcome(unit, (), runner.gpu, device_failed=ready.error, retry=True)
+        if ready.error:  # the GPU, not the unit: hand it back without counting it against it
+            return ready, UnitOutcome(unit, (), runner.gpu, device_failed=ready.error, bounced=True)
         print(f"[{unit.index + 1}] {unit.key} on {runner.gpu.get('host')} GPU {slot}", flush=True)
         return ready, run_unit(plan, runner, unit, final)
 

@@ -157,7 +157,6 @@ class UnitOutcome:
     unit: Unit
     records: tuple[BenchRecord, ...]
     gpu: Mapping[str, Any] | None = None
-    device: Mapping[str, Any] | None = None
     device_failed: str | None = None
     retry: bool = False
     bounced: bool = False
@@ -223,7 +222,8 @@ def run_unit(plan: BenchPlan, runner: Runner, unit: Unit, final: bool) -> UnitOu
         for spec, why in plan.unavailable
     ]
     try:
-        records += runner.run_problem(problem)
+        for rec in runner.iter_problem(problem):
+            records.append(rec)
     except DeviceFailed as e:
         if not final:
             return UnitOutcome(unit, (), runner.gpu, device_failed=e.why, retry=True)
@@ -330,8 +330,7 @@ class Runner:
     def device_info(self) -> dict[str, Any]:
         """Describe the device from a throw-away worker in the reference's environment (the
         parent never touches the GPU)."""
-        w = self._fresh_worker(None)
-        w.env = self._env(self.reference)
+        w = Worker(None, self.settings.device, env=self._env(self.reference), visible=self.slot)
         try:
             reply = w.call({"op": "env"}, timeout=self.settings.timeout_s)
         except (TimeoutError, WorkerDied) as e:
@@ -493,7 +492,12 @@ class Runner:
 
     def run_problem(self, problem: Problem) -> list[BenchRecord]:
         """Every record of ``problem`` on this runner's GPU, stamped (:meth:`stamp`)."""
-        return [self.stamp(rec) for rec in self._run_problem(problem)]
+        return list(self.iter_problem(problem))
+
+    def iter_problem(self, problem: Problem) -> Iterator[BenchRecord]:
+        """The records of ``problem`` as each becomes final, stamped (:meth:`stamp`)."""
+        for rec in self._run_problem(problem):
+            yield self.stamp(rec)
 
     def _run_problem(self, problem: Problem) -> Iterator[BenchRecord]:
         s = self.settings
@@ -605,7 +609,7 @@ class Runner:
             self.menus()
         for i, problem in enumerate(problems, 1):
             self.log(f"[{i}/{len(problems)}] {problem.key}")
-            yield from self.run_problem(problem)
+            yield from self.iter_problem(problem)
 
 
 def _line(rec: BenchRecord) -> str:
