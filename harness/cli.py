@@ -195,13 +195,15 @@ def _bench_options(args: argparse.Namespace) -> tuple[list[str | None], tuple[in
     return slots, shard
 
 
-#: What the environment keeps of each GPU a worker described, beside its identity.
-_GPU_FACTS = ("driver", "power_limit_w", "max_sm_clock_mhz", "sm_count", "capability")
-
-
 def cmd_bench(args: argparse.Namespace) -> int:
     from harness.env import host_environment
-    from harness.executors import ExecutorUnavailable, GpuReady, UnitQueue, run_local, run_ray
+    from harness.executors import (
+        ExecutorUnavailable,
+        UnitQueue,
+        run_local,
+        run_ray,
+        write_events,
+    )
     from harness.isolate import WorkerEnv
     from harness.merge import finished_units, plan_units, resume_problem
     from harness.records import Status
@@ -337,40 +339,13 @@ def cmd_bench(args: argparse.Namespace) -> int:
     writer = ResultsWriter(out, "bench", env, base=base)
     work = UnitQueue(units, longest_first=args.executor == "ray" or len(slots) > 1)
     t0 = time.perf_counter()
-    counts: dict[str, int] = {}
-    gpus = list(env.get("gpus") or [])
-    quarantined = list(env.get("quarantined") or [])
-    described = "gpu" in env
     try:
         events = (
             run_ray(plan, work, _print, args.address)
             if args.executor == "ray"
             else run_local(plan, work, slots, _print)
         )
-        for event in events:
-            if isinstance(event, GpuReady):
-                facts = {k: event.device.get(k) for k in _GPU_FACTS if k in event.device}
-                gpus.append({**event.gpu, **facts})
-                if event.error:
-                    quarantined.append({"gpu": event.gpu, "why": event.error, "unit": None})
-                elif not described:  # the first GPU describes the run, as one GPU did
-                    described = True
-                    writer.update_environment(**event.device)
-                    _print(
-                        f"device: {event.device.get('gpu', event.device.get('device'))}  "
-                        f"SMs {event.device.get('sm_count')}  L2 {event.device.get('l2_bytes')} "
-                        f"B  driver {event.device.get('driver')}"
-                    )
-                writer.update_environment(gpus=gpus, quarantined=quarantined)
-                continue
-            if event.device_failed:
-                quarantined.append(
-                    {"gpu": event.gpu, "why": event.device_failed, "unit": event.unit.key}
-                )
-                writer.update_environment(quarantined=quarantined)
-            writer.add_many(event.records)
-            for rec in event.records:
-                counts[rec.status.value] = counts.get(rec.status.value, 0) + 1
+        counts = write_events(events, writer, _print)
     except ExecutorUnavailable as e:
         raise UsageError(str(e)) from None
     left = work.left()

@@ -25,12 +25,13 @@ from __future__ import annotations
 import os
 import queue
 import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from harness.devices import gpu_identity
 from harness.isolate import HARNESS_ROOT
+from harness.results import ResultsWriter
 from harness.runner import BenchPlan, Unit, UnitOutcome, run_unit
 
 __all__ = [
@@ -41,12 +42,15 @@ __all__ = [
     "gpu_key",
     "run_local",
     "run_ray",
+    "write_events",
 ]
 
 #: What to do when ``--executor ray`` finds no Ray.
 RAY_MISSING = "--executor ray needs Ray: install the [cluster] extra: pip install -e '.[cluster]'"
 #: How often a unit may land on a GPU already quarantined before it is left for a later run.
 MAX_BOUNCES = 8
+#: What the environment keeps of each GPU a worker described, beside its identity.
+GPU_FACTS = ("driver", "power_limit_w", "max_sm_clock_mhz", "sm_count", "capability")
 
 Log = Callable[[str], None]
 
@@ -293,3 +297,44 @@ def run_ray(
     finally:
         if owned:
             ray.shutdown()
+
+
+# ------------------------------------------------------------------------------ recording
+def write_events(
+    events: Iterable[GpuReady | UnitOutcome], writer: ResultsWriter, log: Log
+) -> dict[str, int]:
+    """Write a run's events into its results document as they come: each problem's records
+    in one rewrite; every GPU under ``environment.gpus`` (the first that works also describes
+    the run at the top level, as a one-GPU run always did); every quarantined GPU, with why and
+    on which problem, under ``environment.quarantined``. Returns the count of records by
+    status."""
+    env = writer.document.environment
+    gpus = list(env.get("gpus") or [])
+    quarantined = list(env.get("quarantined") or [])
+    described = "gpu" in env
+    counts: dict[str, int] = {}
+    for event in events:
+        if isinstance(event, GpuReady):
+            facts = {k: event.device[k] for k in GPU_FACTS if k in event.device}
+            gpus.append({**event.gpu, **facts})
+            if event.error:
+                quarantined.append({"gpu": event.gpu, "why": event.error, "unit": None})
+            elif not described:
+                described = True
+                writer.update_environment(**event.device)
+                d = event.device
+                log(
+                    f"device: {d.get('gpu', d.get('device'))}  SMs {d.get('sm_count')}  "
+                    f"L2 {d.get('l2_bytes')} B  driver {d.get('driver')}"
+                )
+            writer.update_environment(gpus=gpus, quarantined=quarantined)
+            continue
+        if event.device_failed:
+            quarantined.append(
+                {"gpu": event.gpu, "why": event.device_failed, "unit": event.unit.key}
+            )
+            writer.update_environment(quarantined=quarantined)
+        writer.add_many(event.records)
+        for rec in event.records:
+            counts[rec.status.value] = counts.get(rec.status.value, 0) + 1
+    return counts
