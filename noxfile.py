@@ -2,8 +2,11 @@
 
 Each DSL stack conflicts with the others, so every backend gets its own virtualenv with its DSL
 pinned by the matching extra in pyproject.toml; a bench environment adds the ``gpu`` extra (the
-CUDA build of torch, NVML) where a GPU is present. docs/install.md says which Pythons are needed
-and how to run on a GPU node without a package index.
+CUDA build of torch, NVML) where a GPU is present. ``nox -s bench`` builds each backend's
+environment (``bench(<backend>)``) and then makes ONE harness run over all of them
+(``bench-run``): each backend's workers run under its own interpreter (``--python``), so cuBLAS
+and every DSL are timed round-robin per problem, in one results file. docs/install.md says which
+Pythons are needed and how to run on a GPU node without a package index.
 
 Offline hosts run the same sessions against the environment they already have:
 ``nox --no-venv -s "bench(cutedsl)"`` installs nothing and uses the interpreter nox runs under.
@@ -14,6 +17,7 @@ from __future__ import annotations
 import datetime as _dt
 import functools
 import importlib.metadata
+import json
 import os
 import shutil
 import subprocess
@@ -67,6 +71,8 @@ EXPECT_DSL = "GEMM_STUDY_EXPECT_DSL"
 RUNS = Path("runs")
 #: The entry-point group plugin backends declare (harness.protocol.ENTRY_POINT_GROUP).
 PLUGIN_GROUP = "gemm_dsl_study.backends"
+#: Set in tests(cluster), which installs the [cluster] extra: a missing Ray fails its tests.
+EXPECT_RAY = "GEMM_STUDY_EXPECT_RAY"
 
 DSL_BACKENDS = [b for b in BACKENDS if b != REFERENCE]
 
@@ -188,16 +194,27 @@ def _run_file(args: list[str], backend: str) -> tuple[Path, list[str]]:
 @nox.session(name="tests")
 @nox.parametrize(
     "python,part",
-    [("3.11", "harness"), ("3.11", "network"), *[(BACKENDS[b][0], b) for b in DSL_BACKENDS]],
-    ids=["harness", "network", *DSL_BACKENDS],
+    [
+        ("3.11", "harness"),
+        ("3.11", "network"),
+        ("3.11", "cluster"),
+        *[(BACKENDS[b][0], b) for b in DSL_BACKENDS],
+    ],
+    ids=["harness", "network", "cluster", *DSL_BACKENDS],
 )
 def tests(session: nox.Session, part: str) -> None:
-    """Unit, network and compile-only tests (no GPU needed); with a GPU also the GPU tests."""
+    """Unit, network, Ray and compile-only tests (no GPU needed); with a GPU also the GPU tests."""
     gpu = _has_gpu()
     pytest = [_python(session), "-m", "pytest"]
     if part == "network":  # the install sets resolved on the index; skipped offline
         _install(session, "test")
         session.run(*pytest, "tests/network", *session.posargs)
+        return
+    if part == "cluster":  # the Ray executor, on logical GPUs: no GPU needed
+        if not gpu and not _provisioned(session):
+            session.install(CPU_TORCH)
+        _install(session, "test,cluster", "gpu" if gpu else "")
+        session.run(*pytest, "tests/cluster", *session.posargs, env={EXPECT_RAY: "1"})
         return
     # What this session installs must import: a DSL that does not fails instead of skipping.
     expect = {EXPECT_DSL: REFERENCE if part == "harness" else part}
@@ -234,50 +251,84 @@ def lint(session: nox.Session) -> None:
     session.run("ruff", "format", "--check", ".")
 
 
+#: Where ``bench(<backend>)`` leaves its interpreter for ``bench-run`` (ignored by git).
+BENCH_NOTES = Path(__file__).resolve().parent / ".nox" / "bench-python"
+
+
+def _interpreter_note(backend: str) -> Path:
+    return BENCH_NOTES / f"{backend}.json"
+
+
 @nox.session(default=False)
 @nox.parametrize("python,backend", [(py, b) for b, (py, _) in BACKENDS.items()], ids=list(BACKENDS))
 def bench(session: nox.Session, backend: str) -> None:
-    """Check and time a backend against cuBLAS (GPU) into runs/; without a GPU: codegen, report.
+    """Build a backend's bench environment; then ONE run over every backend built (bench-run).
 
-    Everything after ``--`` goes to ``python -m harness bench`` (default: suites smoke, square,
-    ksweep in fp16 and bf16). ``--backend X`` picks the backends; the others skip. The run file
-    lands in runs/ (ignored by git) and is rendered with the committed results into
-    runs/report-<backend>/; a run enters reports/results only when promoted:
-    ``python -m reports promote runs/bench-<backend>-<stamp>.json``.
+    ``nox -s bench`` builds every backend's virtualenv, then ``bench-run`` benches them all in
+    one harness run; ``nox -s "bench(gluon)"`` (or ``nox -s bench -- --backend gluon``) one
+    backend, with cuBLAS. Everything after ``--`` goes to ``python -m harness bench`` (default:
+    suites smoke, square, ksweep in fp16 and bf16), e.g. ``--gpus all``. Without a GPU the
+    run is a compile-only comparison (codegen) and a report of the committed results.
     """
     wanted = _wanted(session, list(BACKENDS))
     if wanted and backend not in wanted:
         session.skip(f"not selected (--backend {backend} not given)")
+    python = None  # the reference, and every backend under --no-venv: bench-run's interpreter
+    if backend != REFERENCE and not _provisioned(session):
+        if _has_gpu():
+            _install(session, BACKENDS[backend][1], BENCH_EXTRAS)
+        else:  # compiled only: no CUDA torch
+            _install_cpu(session, backend, BACKENDS[backend][1])
+        python = str(Path(session.virtualenv.location) / "bin" / "python")
+    note = _interpreter_note(backend)
+    note.parent.mkdir(parents=True, exist_ok=True)
+    # The nox process's id marks the notes of this invocation: bench-run ignores older ones.
+    note.write_text(json.dumps({"python": python, "nox_pid": os.getpid()}))
+    session.notify("bench-run")
+
+
+@nox.session(name="bench-run", python="3.11", default=False)
+def bench_run(session: nox.Session) -> None:
+    """The one harness run of ``nox -s bench``: cuBLAS here, each DSL under its own venv."""
+    posargs = list(session.posargs)
+    given = {v.split("=", 1)[0] for v in _option(posargs, "--python")[0]}
+    built: dict[str, str | None] = {}  # the backends bench(<backend>) prepared in this nox run
+    for backend in BACKENDS:
+        note = _interpreter_note(backend)
+        if note.exists() and (made := json.loads(note.read_text()))["nox_pid"] == os.getpid():
+            built[backend] = made["python"]
+    if not built:
+        session.error('nothing to bench: run `nox -s bench` (or `nox -s "bench(gluon)"`)')
+    pythons = [f"--python={b}={p}" for b, p in built.items() if p and b not in given]
+    dsls = [b for b in built if b != REFERENCE]
+    selected = _option(posargs, "--backend")[0] or _option(posargs, "--kernel")[0]
+    selection = [] if selected else [a for b in built for a in ("--backend", b)]
+    name = "-".join(built) if len(built) < len(BACKENDS) else "all"
     py = _python(session)
-    report_dir = RUNS / f"report-{backend}"
+    report_dir = RUNS / f"report-{name}"
     if not _has_gpu():
-        _install_cpu(session, backend, BACKENDS[backend][1], "report")  # nothing runs here
+        _install(session, "report")  # nothing runs here: no torch
         session.log(
             "No NVIDIA GPU on this machine (nvidia-smi -L lists none): nothing can be timed "
             "here. Running the compile-only comparison and rendering the committed results."
         )
-        made = []
-        if backend != REFERENCE:  # the reference library has no code of ours to compile
-            codegen_file = RUNS / f"codegen-{backend}-{_stamp()}.json"
+        if dsls:
+            codegen_file = RUNS / f"codegen-{name}-{_stamp()}.json"
+            selection = [a for b in dsls for a in ("--backend", b)]
+            envs = [f"{f}={v}" for f in ("--python", "--env") for v in _option(posargs, f)[0]]
             session.run(
-                py, "-m", "harness", "codegen", "--backend", backend, "--out", str(codegen_file)
-            )
-            made.append(f"codegen results: {codegen_file}")
+                py, "-m", "harness", "codegen", *selection, *pythons, *envs,
+                "--out", str(codegen_file),
+            )  # fmt: skip
+            session.log(f"codegen results: {codegen_file}")
         session.run(py, "-m", "reports", "--out", str(report_dir))
-        made.append(f"report of the committed results: {report_dir}/")
-        session.log("; ".join(made))
+        session.log(f"report of the committed results: {report_dir}/")
         return
-    _install(session, BACKENDS[backend][1], BENCH_EXTRAS)
-    run_file, args = _run_file(list(session.posargs), backend)
-    if not _provisioned(session):
-        # A venv holds only this backend's DSL: bench that one. Under --no-venv every backend
-        # named runs in this one run (the host's environment may hold them all).
-        args = _option(args, "--backend")[1]
-    if "--backend" not in args and not any(a.startswith("--backend=") for a in args):
-        args += ["--backend", backend]
+    _install(session, BENCH_EXTRAS)  # the harness and the cuBLAS reference
+    run_file, args = _run_file(posargs, name)
     if not _option(args, "--suite")[0]:
         args += BENCH_SUITES + ([] if _option(args, "--dtype")[0] else BENCH_DTYPES)
-    session.run(py, "-m", "harness", "bench", *args, "--out", str(run_file))
+    session.run(py, "-m", "harness", "bench", *selection, *pythons, *args, "--out", str(run_file))
     session.run(py, "-m", "reports", "reports/results", str(run_file), "--out", str(report_dir))
     session.log(
         f"results: {run_file}; report (committed results + this run): {report_dir}/. "

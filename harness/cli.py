@@ -1,4 +1,4 @@
-"""``python -m harness list|bench|codegen|tune-table|fit-cost``.
+"""``python -m harness list|bench|codegen|merge|tune-table|fit-cost``.
 
 Results go to an ignored run folder (``runs/``) unless ``--out`` says otherwise; the curated,
 committed results under ``reports/results/`` change only through ``python -m reports promote``.
@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import argparse
 import datetime as _dt
+import importlib.util
 import sys
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, NoReturn
 
+from harness.devices import list_gpus
 from harness.gemm import DTYPES
 from harness.problems import SUITES, TUNING_SEEDS, expand, held_out
 from harness.protocol import ARCH_CAPABILITY, ARCHES, KernelSpec, Problem, Rung
@@ -156,12 +159,57 @@ def _check_configs(menus: dict[str, Any], requests: Sequence[str]) -> None:
                 raise UsageError(f"--config for {kid}: {why}")
 
 
+def _worker_envs(args: argparse.Namespace, reg: Registry) -> dict[str, Any]:
+    """backend -> WorkerEnv from ``--python``/``--env``; UsageError naming a bad one."""
+    from harness.isolate import parse_worker_envs
+
+    try:
+        return parse_worker_envs(args.python, args.env, reg.backends)
+    except ValueError as e:
+        raise UsageError(str(e)) from None
+
+
+def _bench_options(args: argparse.Namespace) -> tuple[list[str | None], tuple[int, int] | None]:
+    """The GPU slots (``--gpus``; [None]: the GPU this process sees) and the shard; UsageError
+    for a bad or conflicting option."""
+    from harness.devices import parse_gpus
+    from harness.executors import RAY_MISSING
+    from harness.merge import parse_shard
+
+    if args.executor == "ray":
+        if args.gpus:
+            raise UsageError("--gpus is for --executor local: Ray gives each task its GPU")
+        if importlib.util.find_spec("ray") is None:
+            raise UsageError(RAY_MISSING)
+    elif args.address:
+        raise UsageError("--address names a Ray cluster: it goes with --executor ray")
+    if args.resume and (not args.out or Path(args.out).suffix != ".json"):
+        raise UsageError("--resume needs --out FILE.json: the run to continue")
+    try:
+        slots: list[str | None] = (
+            list(parse_gpus(args.gpus, literal=args.device == "cpu")) if args.gpus else [None]
+        )
+        shard = parse_shard(args.shard) if args.shard else None
+    except ValueError as e:
+        raise UsageError(str(e)) from None
+    return slots, shard
+
+
 def cmd_bench(args: argparse.Namespace) -> int:
     from harness.env import host_environment
+    from harness.executors import (
+        ExecutorUnavailable,
+        UnitQueue,
+        run_local,
+        run_ray,
+        write_events,
+    )
+    from harness.isolate import WorkerEnv
+    from harness.merge import finished_units, plan_units, resume_problem
     from harness.records import Status
-    from harness.results import ResultsWriter, load, to_csv
-    from harness.runner import Runner, RunSettings, base_record
-    from harness.summary import device_line, run_summary
+    from harness.results import ResultsError, ResultsWriter, load, to_csv
+    from harness.runner import BenchPlan, Runner, RunSettings, survey, with_reference
+    from harness.summary import run_summary
     from harness.timing import TimerSettings
 
     reg = discover()
@@ -181,15 +229,15 @@ def cmd_bench(args: argparse.Namespace) -> int:
         )
     if args.tune_top is not None and (not args.tune or args.tune_top < 1):
         raise UsageError("--tune-top N needs --tune and N >= 1")
-    if not args.no_reference and not any(s.rung == Rung.CUBLAS for s in specs):
-        specs = [s for s in reg if s.rung == Rung.CUBLAS and args.device in s.devices] + specs
-    specs = [s for s in specs if args.device in s.devices]
+    specs = with_reference(specs, reg, args.device, add=not args.no_reference)
     if not specs:
         raise UsageError(f"no selected kernel runs on --device {args.device}")
+    envs = _worker_envs(args, reg)
+    slots, shard = _bench_options(args)
     out = _out_path(args, "bench")
-    if args.device == "cuda":
+    if args.device == "cuda" and args.executor == "local":
         cap, why = _gpu_capability()
-        if cap is None:
+        if cap is None and not (why == "torch is not installed" and list_gpus()):
             raise UsageError(
                 f"bench needs a CUDA GPU ({why}). Without one, run "
                 "`python -m harness codegen` (compile-only) or `python -m reports`."
@@ -221,39 +269,88 @@ def cmd_bench(args: argparse.Namespace) -> int:
             "configs": list(args.config),
             "tune": args.tune,
             "tune_top": args.tune_top,
+            "device": args.device,
+            "kernels": [s.id for s in specs],
+            "units": [p.key for p in problems],
+            "shard": args.shard,
+            "gpus": args.gpus,
+            "executor": args.executor,
         },
     }
-    counts: dict[str, int] = {}
-    t0 = time.perf_counter()
-    missing = {s.id: s.missing_requirements() for s in specs}
-    runnable = [s for s in specs if not missing[s.id]]
-    with Runner(runnable, settings, log=_print) as runner:
-        if args.config or args.tune:
-            _check_configs(runner.menus(), args.config)
-        _print(
-            f"bench: {len(runnable)} kernel(s) x {len(problems)} problem(s) on {args.device}"
-            + (
-                ""
-                if not args.tune
-                else " (tuning every config)"
-                if args.tune_top is None
-                else f" (tuning each kernel's {args.tune_top} best-ranked configs)"
-            )
-            + f" -> {out}"
+    units = plan_units(problems, shard)
+    base = None
+    if args.resume and not out.exists():
+        _print(f"--resume: {out} does not exist yet; starting it")
+    if args.resume and out.exists():
+        try:
+            base = load(out)
+        except ResultsError as e:
+            raise UsageError(f"--resume: {e}") from None
+        why = resume_problem(base, env)
+        if why:
+            raise UsageError(f"--resume: {why}")
+        done = finished_units(base)
+        units = [u for u in units if u.key not in done]
+        for key in ("gpus", "quarantined"):
+            env[key] = list(base.environment.get(key) or [])
+        env["resumed"] = [
+            *(base.environment.get("resumed") or []),
+            {"at": _stamp(), "host": env.get("host"), "units_done": len(done)},
+        ]
+        _print(f"resuming {out}: {len(done)} problem(s) done, {len(units)} to run")
+    status = survey(specs, envs, args.timeout)
+    runnable = [s for s in specs if not status[s.id].missing]
+    plan = BenchPlan(
+        tuple(runnable),
+        settings,
+        unavailable=tuple((s, str(status[s.id].reason)) for s in specs if status[s.id].missing),
+        envs=envs,
+        versions={s.id: status[s.id].versions for s in specs},
+    )
+    env["backends"] = {
+        s.backend: {**envs.get(s.backend, WorkerEnv()).as_dict(), "versions": status[s.id].versions}
+        for s in specs
+    }
+    if args.config or args.tune:
+        with Runner(runnable, settings, envs=envs) as describing:
+            menus = describing.menus()
+        _check_configs(menus, args.config)
+        plan = replace(plan, menus={k: v for k, v in menus.items() if not isinstance(v, str)})
+    where = (
+        f"Ray ({args.address or 'local'})"
+        if args.executor == "ray"
+        else f"GPUs {', '.join(map(str, slots))}"
+        if len(slots) > 1
+        else args.device
+    )
+    _print(
+        f"bench: {len(runnable)} kernel(s) x {len(units)} problem(s) on {where}"
+        + (f" (shard {args.shard})" if shard else "")
+        + (
+            ""
+            if not args.tune
+            else " (tuning every config)"
+            if args.tune_top is None
+            else f" (tuning each kernel's {args.tune_top} best-ranked configs)"
         )
-        env.update(runner.device_info())
-        writer = ResultsWriter(out, "bench", env)
-        _print(device_line(env))
-        for spec in specs:
-            if missing[spec.id]:
-                why = f"not installed: {', '.join(missing[spec.id])}"
-                for p in problems:
-                    writer.add(base_record(spec, p, status=Status.UNSUPPORTED, reason=why))
-                    counts["unsupported"] = counts.get("unsupported", 0) + 1
-                _print(f"    {spec.id:<48} skipped: {why}")
-        for rec in runner.run(problems):
-            writer.add(rec)
-            counts[rec.status.value] = counts.get(rec.status.value, 0) + 1
+        + f" -> {out}"
+    )
+    for spec, why in plan.unavailable:
+        _print(f"    {spec.id:<48} skipped: {why}")
+    writer = ResultsWriter(out, "bench", env, base=base)
+    work = UnitQueue(units, longest_first=args.executor == "ray" or len(slots) > 1)
+    t0 = time.perf_counter()
+    try:
+        events = (
+            run_ray(plan, work, _print, args.address)
+            if args.executor == "ray"
+            else run_local(plan, work, slots, _print)
+        )
+        counts = write_events(events, writer, _print)
+    except ExecutorUnavailable as e:
+        raise UsageError(str(e)) from None
+    left = work.left()
+    if not left:
         writer.finish(elapsed_s=time.perf_counter() - t0)
     _print(run_summary(load(out).bench))
     _print(
@@ -261,11 +358,18 @@ def cmd_bench(args: argparse.Namespace) -> int:
         + ", ".join(f"{v} {k}" for k, v in sorted(counts.items()))
         + f"; wrote {out}"
     )
+    if left:
+        print(
+            f"error: {len(left)} problem(s) not run ({', '.join(u.key for u in left[:3])}"
+            f"{', ...' if len(left) > 3 else ''}): every GPU given to the run failed its probe; "
+            f"run again with --resume --out {out}",
+            file=sys.stderr,
+        )
     if args.csv:
         Path(args.csv).write_text(to_csv([load(out)]))
         _print(f"wrote {args.csv}")
     bad = sum(v for k, v in counts.items() if Status(k).failed)
-    return 1 if (bad and args.strict) else 0
+    return 1 if left or (bad and args.strict) else 0
 
 
 # -------------------------------------------------------------------------------------- codegen
@@ -285,9 +389,15 @@ def cmd_codegen(args: argparse.Namespace) -> int:
         raise UsageError(str(e)) from None
     if not specs:
         raise UsageError("codegen: the selection holds only the cuBLAS reference (no PTX)")
-    configurable = _codegen_configurable(specs, args.config, args.timeout)
+    envs = _worker_envs(args, reg)
+    configurable = _codegen_configurable(specs, args.config, args.timeout, envs)
     out = _out_path(args, "codegen")
-    env = {**host_environment(specs), "problem": problem.key, "config": args.config}
+    env = {
+        **host_environment(specs),
+        "problem": problem.key,
+        "config": args.config,
+        "backends": {b: e.as_dict() for b, e in envs.items()},
+    }
     writer = ResultsWriter(out, "codegen", env)
     _print(f"codegen: {len(specs)} kernel(s) for {problem.key} -> {out}")
     counts: dict[str, int] = {}
@@ -299,6 +409,7 @@ def cmd_codegen(args: argparse.Namespace) -> int:
         ptx_dir=Path(args.ptx_dir) if args.ptx_dir else None,
         config=args.config,
         configurable=configurable,
+        envs=envs,
     ):
         writer.add(rec)
         counts[rec.status.value] = counts.get(rec.status.value, 0) + 1
@@ -315,16 +426,20 @@ def cmd_codegen(args: argparse.Namespace) -> int:
 
 
 def _codegen_configurable(
-    specs: Sequence[KernelSpec], request: str | None, timeout: float
+    specs: Sequence[KernelSpec], request: str | None, timeout: float, envs: dict[str, Any]
 ) -> set[str] | None:
     """With ``--config``: the kernels it applies to, after checking it against their menus
     (UsageError before anything compiles); None without one."""
     if not request:
         return None
     from harness.codegen import config_menus
+    from harness.runner import survey
 
-    installed = [s for s in specs if not s.missing_requirements()]
-    menus = {k: m for k, m in config_menus(installed, timeout).items() if not isinstance(m, str)}
+    status = survey(specs, envs, timeout)
+    installed = [s for s in specs if not status[s.id].missing]
+    menus = {
+        k: m for k, m in config_menus(installed, timeout, envs).items() if not isinstance(m, str)
+    }
     if not menus:
         raise UsageError(
             f"--config {request}: none of the selected kernels loads here to check it against "
@@ -332,6 +447,33 @@ def _codegen_configurable(
         )
     _check_configs(menus, [request])
     return {k for k, m in menus.items() if isinstance(m, list)}
+
+
+# ---------------------------------------------------------------------------------------- merge
+def cmd_merge(args: argparse.Namespace) -> int:
+    from harness.merge import MergeError, merge_documents
+    from harness.results import ResultsError, ResultsWriter, load, result_files
+
+    try:
+        docs = [load(f) for f in result_files(args.results)]
+        merged = merge_documents(docs, allow_mixed=args.allow_mixed)
+    except (ResultsError, MergeError) as e:
+        raise UsageError(str(e)) from None
+    out = _out_path(args, "bench-merged")
+    writer = ResultsWriter(out, "bench", dict(merged.environment), base=merged)
+    missing = merged.environment.get("missing_units") or []
+    if merged.finished:
+        writer.finish()
+    units = len({r.problem_key for r in merged.bench})
+    _print(
+        f"merged {len(docs)} file(s): {units} problem(s), {len(merged.bench)} record(s) -> {out}"
+    )
+    if missing:
+        _warn(
+            f"{len(missing)} problem(s) of the run are in none of the files "
+            f"({', '.join(missing[:3])}{', ...' if len(missing) > 3 else ''}): a shard missing?"
+        )
+    return 0
 
 
 # ----------------------------------------------------------------------------------- tune-table
@@ -411,6 +553,24 @@ def build_parser() -> argparse.ArgumentParser:
             help="kernel id, e.g. gluon/sm90/r7_multi_consumer (repeatable)",
         )
 
+    def environments(p: argparse.ArgumentParser) -> None:
+        p.add_argument(
+            "--python",
+            action="append",
+            default=[],
+            metavar="BACKEND=PATH",
+            help="run BACKEND's workers under this interpreter, e.g. tirx=.venv-tirx/bin/python "
+            "(repeatable; default: this one)",
+        )
+        p.add_argument(
+            "--env",
+            action="append",
+            default=[],
+            metavar="BACKEND:VAR=VALUE",
+            help="set VAR in BACKEND's workers, e.g. tirx:PYTHONPATH=/opt/tirx (replaces the "
+            "inherited value; repeatable)",
+        )
+
     p = sub.add_parser("list", help="list discovered kernels and whether they run here")
     selection(p)
     p.set_defaults(fn=cmd_list)
@@ -473,16 +633,55 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--strict", action="store_true", help="exit 1 if any kernel was wrong, errored or timed out"
     )
+    environments(p)
+    p.add_argument(
+        "--gpus",
+        metavar="LIST",
+        help="run on these GPUs of this host at once: 'all' or numbers like 0,1 (among "
+        "CUDA_VISIBLE_DEVICES if set); one problem at a time per GPU, longest first",
+    )
+    p.add_argument(
+        "--executor",
+        choices=("local", "ray"),
+        default="local",
+        help="local: this host's GPUs (default); ray: one Ray task of one GPU per problem "
+        "(the [cluster] extra)",
+    )
+    p.add_argument(
+        "--address", help="with --executor ray: the cluster to join, e.g. auto (default: local)"
+    )
+    p.add_argument(
+        "--shard",
+        metavar="I/N",
+        help="run only shard I of N (0-based; every N-th problem from the I-th), for job "
+        "arrays; `python -m harness merge` joins the shard files",
+    )
+    p.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue the run in --out FILE.json: skip the problems it has finished",
+    )
     p.set_defaults(fn=cmd_bench)
 
     p = sub.add_parser("codegen", help="compile every kernel without a GPU and tabulate it")
     selection(p)
+    environments(p)
     p.add_argument("--problem", default="4096x4096x4096-fp16")
     p.add_argument("--config", help="force a config on kernels that declare configs")
     p.add_argument("--out", help=f"codegen JSON path or folder (default {DEFAULT_RUN_DIR}/)")
     p.add_argument("--ptx-dir", help="also write each kernel's PTX here")
     p.add_argument("--timeout", type=float, default=600.0)
     p.set_defaults(fn=cmd_codegen)
+
+    p = sub.add_parser("merge", help="join the files of a sharded (or split) run into one")
+    p.add_argument("results", nargs="+", help="bench result files or folders of one run")
+    p.add_argument("--out", help=f"merged JSON path or folder (default {DEFAULT_RUN_DIR}/)")
+    p.add_argument(
+        "--allow-mixed",
+        action="store_true",
+        help="merge pieces of different code (git SHA), GPU models or plans anyway",
+    )
+    p.set_defaults(fn=cmd_merge)
 
     p = sub.add_parser(
         "tune-table", help="write the winners of `bench --tune` runs into the tuned tables"

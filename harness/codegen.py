@@ -1,34 +1,26 @@
 """Compile-only comparison: what each kernel compiles to, without a GPU.
 
 For every kernel, ``Kernel.codegen`` runs in an isolated worker; the harness then fills what the
-backend left out — registers, spills and static shared memory from ``ptxas -v`` on the PTX —
-counts the kernel module's lines of code, and lists the hardware features found in the PTX.
+backend left out — registers, spills and static shared memory from ``ptxas -v`` on the PTX
+(:mod:`harness.toolchain`) — counts the kernel module's lines of code, and lists the hardware
+features found in the PTX.
 """
 
 from __future__ import annotations
 
 import importlib.util
-import os
 import re
-import shutil
-import subprocess
-import tempfile
-from collections.abc import Callable, Collection, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from harness.isolate import Worker, WorkerDied
+from harness.isolate import Worker, WorkerDied, WorkerEnv
 from harness.protocol import Artifacts, KernelSpec, Problem, Rung
 from harness.records import CodegenRecord, Status
+from harness.runner import SpecStatus, survey
+from harness.toolchain import ptxas_resources
 
-__all__ = [
-    "PTX_FEATURES",
-    "codegen_records",
-    "config_menus",
-    "count_loc",
-    "ptx_features",
-    "ptxas_resources",
-]
+__all__ = ["PTX_FEATURES", "codegen_records", "config_menus", "count_loc", "ptx_features"]
 
 #: feature -> regex over PTX text. Order is the order of the report's table.
 PTX_FEATURES: dict[str, str] = {
@@ -50,56 +42,6 @@ PTX_FEATURES: dict[str, str] = {
 
 def ptx_features(ptx: str) -> list[str]:
     return [name for name, rx in PTX_FEATURES.items() if re.search(rx, ptx)]
-
-
-def find_ptxas() -> str | None:
-    """``$PTXAS``, ptxas on PATH, or the CUDA toolkit's (None if there is none)."""
-    for cand in (os.environ.get("PTXAS"), shutil.which("ptxas"), "/usr/local/cuda/bin/ptxas"):
-        if cand and Path(cand).is_file():
-            return cand
-    return None
-
-
-_RES = re.compile(
-    r"Compiling entry function '(?P<fn>[^']+)' for '(?P<arch>\w+)'.*?"
-    r"(?:(?P<spst>\d+) bytes spill stores, (?P<spld>\d+) bytes spill loads.*?)?"
-    r"Used (?P<regs>\d+) registers(?:.*?(?P<smem>\d+) bytes smem)?",
-    re.S,
-)
-
-
-def ptxas_resources(ptx: str, arch: str) -> dict[str, int] | None:
-    """Registers, spill bytes and static shared memory of the largest kernel in ``ptx``."""
-    ptxas = find_ptxas()
-    if ptxas is None or not ptx:
-        return None
-    with tempfile.TemporaryDirectory() as tmp:
-        src = Path(tmp) / "k.ptx"
-        src.write_text(ptx)
-        try:
-            r = subprocess.run(
-                [ptxas, f"-arch={arch}", "-v", str(src), "-o", str(Path(tmp) / "k.o")],
-                capture_output=True,
-                text=True,
-                timeout=300,
-            )
-        except (OSError, subprocess.TimeoutExpired):
-            return None
-    if r.returncode != 0:
-        return None
-    best: dict[str, int] | None = None
-    for block in re.split(r"ptxas(?:-blackwell)? info\s*: Compiling entry function", r.stderr)[1:]:
-        m = _RES.search("Compiling entry function" + block)
-        if not m:
-            continue
-        res = {
-            "registers": int(m["regs"]),
-            "spill_bytes": int(m["spst"] or 0) + int(m["spld"] or 0),
-            "shared_bytes": int(m["smem"] or 0),
-        }
-        if best is None or res["registers"] > best["registers"]:
-            best = res
-    return best
 
 
 def count_loc(module: str) -> int | None:
@@ -130,14 +72,17 @@ def count_loc(module: str) -> int | None:
 
 
 def config_menus(
-    specs: Sequence[KernelSpec], timeout_s: float = 600.0
+    specs: Sequence[KernelSpec],
+    timeout_s: float = 600.0,
+    envs: Mapping[str, WorkerEnv] | None = None,
 ) -> dict[str, list[str] | str | None]:
     """kernel id -> its config menu (names), None without a config space, or why it did not
-    load (a text). Each kernel is loaded in a worker of its own, as codegen loads it, so a
-    ``--config`` can be checked before anything compiles."""
+    load (a text). Each kernel is loaded in a worker of its own, in its backend's environment
+    (``envs``), as codegen loads it, so a ``--config`` can be checked before anything
+    compiles."""
     out: dict[str, list[str] | str | None] = {}
     for spec in specs:
-        w = Worker(spec, device="cpu")
+        w = Worker(spec, device="cpu", env=(envs or {}).get(spec.backend, WorkerEnv()))
         try:
             reply = w.call({"op": "describe"}, timeout=timeout_s)
         except (TimeoutError, WorkerDied) as e:
@@ -160,18 +105,23 @@ def codegen_records(
     ptx_dir: Path | None = None,
     config: str | None = None,
     configurable: Collection[str] | None = None,
+    envs: Mapping[str, WorkerEnv] | None = None,
 ) -> Iterator[CodegenRecord]:
     """One codegen record per kernel (the reference library has no PTX and is skipped).
 
     ``config`` forces a config on kernels that declare a config space (default: each kernel's
     own choice for ``problem``, which without a GPU is its heuristic's); ``configurable`` names
-    those kernels (default: every kernel gets it), the others compile their one form.
+    those kernels (default: every kernel gets it), the others compile their one form. ``envs``
+    names the environment each backend compiles in (default: the harness's own); a kernel whose
+    environment lacks what it needs is recorded unsupported, "not installed".
     """
+    specs = [s for s in specs if s.rung != Rung.CUBLAS]
+    envs = envs or {}
+    status = survey(specs, envs, timeout_s)
     for spec in specs:
-        if spec.rung == Rung.CUBLAS:
-            continue
+        env = envs.get(spec.backend, WorkerEnv())
         forced = config if configurable is None or spec.id in configurable else None
-        rec = _codegen_one(spec, problem, timeout_s, ptx_dir, forced)
+        rec = _codegen_one(spec, problem, timeout_s, ptx_dir, forced, env, status[spec.id])
         detail = (
             f"{rec.registers} regs, {len(rec.features)} features"
             if rec.status == Status.OK
@@ -182,16 +132,19 @@ def codegen_records(
 
 
 def _codegen_one(
-    spec: KernelSpec, problem: Problem, timeout_s: float, ptx_dir: Path | None, config: str | None
+    spec: KernelSpec,
+    problem: Problem,
+    timeout_s: float,
+    ptx_dir: Path | None,
+    config: str | None,
+    env: WorkerEnv,
+    status: SpecStatus,
 ) -> CodegenRecord:
     arch = spec.arch
     rec = CodegenRecord(**CodegenRecord.identity(spec), lines_of_code=count_loc(spec.module))
-    missing = spec.missing_requirements()
-    if missing:
-        return replace(
-            rec, status=Status.UNSUPPORTED, reason=f"not installed here: {', '.join(missing)}"
-        )
-    w = Worker(spec, device="cpu")
+    if status.missing:
+        return replace(rec, status=Status.UNSUPPORTED, reason=status.reason)
+    w = Worker(spec, device="cpu", env=env)
     try:
         cmd = {"op": "codegen", "problem": problem, "arch": arch, "config": config}
         reply = w.call(cmd, timeout=timeout_s)

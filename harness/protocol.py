@@ -1,13 +1,14 @@
 """The contract between the harness and every backend.
 
-A backend imports this module, its own DSL and, for a shape-adaptive rung, the shared
-vocabulary, schedule and cost model of :mod:`harness.tile_cost` — nothing else from the
-harness. It describes its kernels with :class:`KernelSpec` values, which name a module to
-import lazily, so that listing kernels never imports a DSL. The module's attribute (``KERNEL``
-by default) is an object implementing :class:`Kernel`. A kernel's identity (backend, name,
-rung, arch, description) is written once, in its spec; a kernel object that also reports it
-(built-in backends hand the spec to the kernel, see ``backends/*/__init__.py``) must report the
-same values, or :meth:`KernelSpec.load` refuses it.
+A backend imports this module, its own DSL, the CUDA toolchain helpers of
+:mod:`harness.toolchain` (nvcc, ptxas, the SM count assumed without a GPU) and, for a
+shape-adaptive rung, the shared vocabulary, schedule and cost model of :mod:`harness.tile_cost` —
+nothing else from the harness. It describes its kernels with :class:`KernelSpec` values, which
+name a module to import lazily, so that listing kernels never imports a DSL. The module's
+attribute (``KERNEL`` by default) is an object implementing :class:`Kernel`. A kernel's identity
+(backend, name, rung, arch, description) is written once, in its spec; a kernel object that also
+reports it (built-in backends hand the spec to the kernel, see ``backends/*/__init__.py``) must
+report the same values, or :meth:`KernelSpec.load` refuses it.
 
 The GEMM is the "TN" convention (:mod:`harness.gemm`). A kernel may declare a config
 space (:mod:`harness.configs`): its knobs as a frozen dataclass, a finite menu and a default
@@ -309,17 +310,36 @@ class SpecKernel:
     """A convenience base for a backend's kernel class: its identity comes from ``self.spec``
     (written once, in the backend's list) and its config space, if any, from ``self.space``.
 
-    Subclasses set ``spec`` (``space`` for a rung with knobs, ``rung_supports`` for a rung with
-    limits of its own) and implement ``_launcher`` (``compile`` checks and caches it) and
-    ``codegen``; ``supports`` is the TMA kernels' rule (K keeps the rows of A and B 16-byte
-    aligned) plus those two; ``config_for(problem, config)`` resolves an omitted config to the
-    kernel's own choice.
+    The constructor takes what every backend's kernel class has: ``spec``, the rung's own
+    limits (``supports``), a config space for a rung with knobs (``space``), and the findings
+    its codegen reports (``raw_ptx``: features reached only through inline PTX; ``notes``).
+    Subclasses add their DSL's pieces and implement ``_launcher`` (``compile`` checks and
+    caches it) and ``codegen``; ``supports`` is the TMA kernels' rule (K keeps the rows of A
+    and B 16-byte aligned) plus the rung's limits and the config's; ``config_for(problem,
+    config)`` resolves an omitted config to the kernel's own choice.
     """
 
     spec: KernelSpec
     space: ConfigSpace[Any] | None = None
     #: The rung's own limits (e.g. rung 1's tile multiples): a one-line reason, or None.
     rung_supports: Callable[[Problem], str | None] | None = None
+    raw_ptx: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+
+    def __init__(
+        self,
+        spec: KernelSpec,
+        *,
+        supports: Callable[[Problem], str | None] | None = None,
+        space: ConfigSpace[Any] | None = None,
+        raw_ptx: Sequence[str] = (),
+        notes: Sequence[str] = (),
+    ) -> None:
+        self.spec = spec
+        self.rung_supports = supports
+        self.space = space
+        self.raw_ptx = tuple(raw_ptx)
+        self.notes = tuple(notes)
 
     backend = property(lambda self: self.spec.backend)
     name = property(lambda self: self.spec.name)

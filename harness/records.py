@@ -71,6 +71,13 @@ class BenchRecord(_KernelRecord):
 
     ``selected`` says whether ``config`` is the kernel's own choice for the problem (what a
     plain ``bench`` runs); a ``--tune`` run also records every other config on the menu.
+
+    ``gpu`` names the GPU it ran on (host, ``CUDA_VISIBLE_DEVICES`` slot, UUID, serial, PCI bus
+    id, name: :data:`harness.devices.IDENTITY_FIELDS`); ``versions`` the interpreter and the
+    pinned distributions of the environment its worker ran in (each backend may have its own).
+    ``cublas_drift_pct`` is how far cuBLAS moved over the problem's measurements (timed before
+    and after the kernels: after / before - 1, in %); ``per_clock_pct_of_cublas`` compares
+    TFLOPS per GHz with cuBLAS's in the same run, which a clock change does not move.
     """
 
     problem: Problem
@@ -82,7 +89,11 @@ class BenchRecord(_KernelRecord):
     tflops: float | None = None
     tflops_per_ghz: float | None = None
     pct_of_cublas: float | None = None
+    per_clock_pct_of_cublas: float | None = None
+    cublas_drift_pct: float | None = None
     telemetry: Telemetry | None = None
+    gpu: Mapping[str, Any] | None = None
+    versions: Mapping[str, Any] | None = None
     traceback: str | None = None
 
     @property

@@ -1,16 +1,19 @@
 """Results documents: the one place records become JSON and back.
 
-A document is ``{"schema": "gemm-dsl-study/results", "schema_version": 2, "kind": "bench" |
+A document is ``{"schema": "gemm-dsl-study/results", "schema_version": 3, "kind": "bench" |
 "codegen", "created", "environment": {...}, "records": [...]}``. A bench record is one
 (kernel, config, problem) — status, error metrics, timing statistics, TFLOPS, % of cuBLAS in
-the same run, telemetry; a codegen record one kernel compiled for its arch — registers, spills,
-shared memory, compile time, lines of code, the PTX features found. Version 1 documents (no
-configs) are read as records with ``config = None``.
+the same run (and per clock), cuBLAS's drift over the problem, telemetry, the GPU it ran on and
+the versions of its environment; a codegen record one kernel compiled for its arch —
+registers, spills, shared memory, compile time, lines of code, the PTX features found. Older
+documents read as far as they go: version 2 without GPU, versions and drift (None), version 1
+also without configs (``config = None``).
 
 :class:`ResultsWriter` rewrites the whole document through a temporary file and ``os.replace``
-after every record, so a run killed at any moment leaves a complete, valid file holding every
-record measured so far. :func:`load_many` reads a set of files, naming and skipping the ones it
-cannot read, so one bad file never hides the rest.
+after every record (or every problem's records, :meth:`ResultsWriter.add_many`), so a run
+killed at any moment leaves a complete, valid file holding everything measured so far; it can
+also continue a document (``--resume``). :func:`load_many` reads a set of files, naming and
+skipping the ones it cannot read, so one bad file never hides the rest.
 """
 
 from __future__ import annotations
@@ -49,7 +52,7 @@ __all__ = [
 ]
 
 SCHEMA = "gemm-dsl-study/results"
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 KINDS = ("bench", "codegen")
 Record = BenchRecord | CodegenRecord
 
@@ -117,7 +120,11 @@ def record_to_json(rec: Record) -> dict[str, Any]:
             tflops=rec.tflops,
             tflops_per_ghz=rec.tflops_per_ghz,
             pct_of_cublas=rec.pct_of_cublas,
+            per_clock_pct_of_cublas=rec.per_clock_pct_of_cublas,
+            cublas_drift_pct=rec.cublas_drift_pct,
             telemetry=_plain(rec.telemetry),
+            gpu=dict(rec.gpu) if rec.gpu is not None else None,
+            versions=dict(rec.versions) if rec.versions is not None else None,
         )
         if rec.traceback:
             out["traceback"] = rec.traceback
@@ -225,7 +232,11 @@ def record_from_json(d: Any, kind: str, where: str = "record") -> Record:
             tflops=_opt(d, "tflops", _NUM, where),
             tflops_per_ghz=_opt(d, "tflops_per_ghz", _NUM, where),
             pct_of_cublas=_opt(d, "pct_of_cublas", _NUM, where),
+            per_clock_pct_of_cublas=_opt(d, "per_clock_pct_of_cublas", _NUM, where),
+            cublas_drift_pct=_opt(d, "cublas_drift_pct", _NUM, where),
             telemetry=_nested(Telemetry, d.get("telemetry"), f"{where} telemetry"),
+            gpu=_opt(d, "gpu", dict, where),
+            versions=_opt(d, "versions", dict, where),
             traceback=_opt(d, "traceback", str, where),
         )
     return CodegenRecord(
@@ -384,18 +395,30 @@ def check_writable(path: Path) -> None:
 
 @dataclass
 class ResultsWriter:
-    """Accumulates records and keeps ``path`` a complete document after every ``add``."""
+    """Accumulates records and keeps ``path`` a complete document after every ``add``.
+
+    ``resume`` continues ``base`` (a document read from ``path``): its records are kept and
+    the new ones follow; ``created`` stays the first session's.
+    """
 
     path: Path
     kind: str
     environment: dict[str, Any]
+    base: Document | None = None
     _doc: Document = field(init=False)
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
             raise ValueError(f"kind must be one of {KINDS}")
         self.path = Path(self.path)
-        self._doc = Document(self.kind, dict(self.environment), (), _now())
+        if self.base is not None:
+            if self.base.kind != self.kind:
+                raise ValueError(f"cannot continue a {self.base.kind} document as {self.kind}")
+            self._doc = Document(
+                self.kind, dict(self.environment), self.base.records, self.base.created or _now()
+            )
+        else:
+            self._doc = Document(self.kind, dict(self.environment), (), _now())
         self._flush()
 
     @property
@@ -403,10 +426,22 @@ class ResultsWriter:
         return self._doc
 
     def add(self, record: Record) -> None:
+        self.add_many([record])
+
+    def add_many(self, records: Iterable[Record]) -> None:
+        """Add ``records`` with one rewrite: a reader sees all of them or none."""
         want = BenchRecord if self.kind == "bench" else CodegenRecord
-        if not isinstance(record, want):
-            raise TypeError(f"a {self.kind} document holds {want.__name__}s")
-        self._doc = replace(self._doc, records=(*self._doc.records, record))
+        records = tuple(records)
+        for record in records:
+            if not isinstance(record, want):
+                raise TypeError(f"a {self.kind} document holds {want.__name__}s")
+        self._doc = replace(self._doc, records=(*self._doc.records, *records))
+        self._flush()
+
+    def update_environment(self, **facts: Any) -> None:
+        """Add or replace environment entries (what a run learns on the way: its GPUs, the ones
+        it quarantined)."""
+        self._doc = replace(self._doc, environment={**self._doc.environment, **facts})
         self._flush()
 
     def finish(self, elapsed_s: float | None = None) -> None:
@@ -440,12 +475,16 @@ _BENCH_COLUMNS = [
     "tflops",
     "tflops_per_ghz",
     "pct_of_cublas",
+    "per_clock_pct_of_cublas",
+    "cublas_drift_pct",
     "max_abs_err",
     "rel_err",
     "sm_clock_mhz_mean",
     "power_w_mean",
     "temp_c_max",
     "compile_s",
+    "host",
+    "gpu_uuid",
 ]
 _CODEGEN_COLUMNS = [
     "kernel",
@@ -470,6 +509,8 @@ def _flatten(rec: Record) -> dict[str, Any]:
     flat = record_to_json(rec)
     for nested in ("problem", "check", "telemetry"):
         flat.update(flat.get(nested) or {})
+    gpu = flat.get("gpu") or {}
+    flat.update(host=gpu.get("host"), gpu_uuid=gpu.get("uuid"))
     timing = flat.get("timing") or {}
     flat.update({k: timing.get(k) for k in ("median_ms", "p20_ms", "p80_ms", "cv")})
     flat["samples"] = timing.get("n")

@@ -1,17 +1,19 @@
 """NVML telemetry (SM clock, power, temperature) sampled in a thread during a measurement.
 
 Uses ``pynvml`` (package ``nvidia-ml-py``). Where NVML is missing (no GPU, CPU test kernels) the
-sampler records nothing and every summary field is ``None``.
+sampler records nothing and every summary field is ``None``. NVML numbers GPUs its own way,
+whatever ``CUDA_VISIBLE_DEVICES`` says, so a CUDA device is found in NVML by its UUID.
 """
 
 from __future__ import annotations
 
+import os
 import statistics
 import threading
 from dataclasses import asdict, dataclass
 from typing import Any
 
-__all__ = ["Telemetry", "TelemetrySampler", "nvml_device_info"]
+__all__ = ["Telemetry", "TelemetrySampler", "cuda_uuid", "nvml_device_info", "torch_pci_bus_id"]
 
 
 @dataclass(frozen=True)
@@ -28,18 +30,54 @@ class Telemetry:
         return asdict(self)
 
 
+def cuda_uuid(index: int = 0) -> str | None:
+    """The UUID of torch's CUDA device ``index`` as nvidia-smi and NVML spell it
+    (``GPU-...``), or None where torch does not say."""
+    try:
+        import torch
+
+        uuid = getattr(torch.cuda.get_device_properties(index), "uuid", None)
+    except Exception:
+        return None
+    if uuid is None:
+        return None
+    text = str(uuid)
+    return text if text.startswith(("GPU-", "MIG-")) else f"GPU-{text}"
+
+
+def torch_pci_bus_id(props: Any) -> str | None:
+    """``domain:bus:device.0`` (nvidia-smi's spelling) from torch device properties, or None."""
+    domain, bus, device = (getattr(props, f"pci_{k}_id", None) for k in ("domain", "bus", "device"))
+    if bus is None:
+        return None
+    return f"{domain or 0:08X}:{bus:02X}:{device or 0:02X}.0"
+
+
 def _nvml_handle(index: int) -> Any:
+    """NVML's handle of torch's CUDA device ``index``, found by UUID (by the index that
+    ``CUDA_VISIBLE_DEVICES`` maps it to where no UUID is known); None without NVML."""
     try:
         import pynvml
 
         pynvml.nvmlInit()
+        uuid = cuda_uuid(index)
+        if uuid is not None:
+            return pynvml.nvmlDeviceGetHandleByUUID(uuid)
+        visible = [v.strip() for v in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",")]
+        if index < len(visible) and visible[index].isdigit():
+            index = int(visible[index])
         return pynvml.nvmlDeviceGetHandleByIndex(index)
     except Exception:
         return None
 
 
+def _text(value: Any) -> Any:
+    return value.decode() if isinstance(value, bytes) else value
+
+
 def nvml_device_info(index: int = 0) -> dict[str, Any]:
-    """Driver version, power limit and max SM clock, or an empty dict without NVML."""
+    """Driver version, power limit, max clocks and the GPU's identity (UUID, serial, PCI bus
+    id), or an empty dict without NVML."""
     handle = _nvml_handle(index)
     if handle is None:
         return {}
@@ -47,6 +85,9 @@ def nvml_device_info(index: int = 0) -> dict[str, Any]:
 
     info: dict[str, Any] = {}
     for key, fn in (
+        ("uuid", lambda: pynvml.nvmlDeviceGetUUID(handle)),
+        ("serial", lambda: pynvml.nvmlDeviceGetSerial(handle)),
+        ("pci_bus_id", lambda: _text(pynvml.nvmlDeviceGetPciInfo(handle).busId)),
         ("driver", lambda: pynvml.nvmlSystemGetDriverVersion()),
         ("power_limit_w", lambda: pynvml.nvmlDeviceGetEnforcedPowerLimit(handle) / 1000.0),
         (
@@ -59,8 +100,7 @@ def nvml_device_info(index: int = 0) -> dict[str, Any]:
         ),
     ):
         try:
-            value = fn()
-            info[key] = value.decode() if isinstance(value, bytes) else value
+            info[key] = _text(fn())
         except Exception:
             info[key] = None
     return info

@@ -1,10 +1,17 @@
 """The child-process side of isolation: one worker process per kernel.
 
-The parent (``harness.isolate``) sends small command dicts over a pipe; the worker answers
-each with a dict. Everything that touches the GPU happens here, so a hang, a CUDA fault or a
-crash is confined to this process. Commands:
+The parent (``harness.isolate``) starts ``main`` under the backend's interpreter and sends
+small command dicts over a socket; the worker answers each with a dict. Everything that
+touches the GPU happens here, so a hang, a CUDA fault or a crash is confined to this process.
+Commands:
 
-``env``          describe the device (name, SMs, L2, capability, CUDA, torch version)
+``env``          describe the device (name, SMs, L2, capability, CUDA, torch version, and the
+                 GPU's UUID, serial and PCI bus id where NVML or torch tell them)
+``inspect``      for kernel specs: what of their requirements is missing here, and the
+                 versions of their pinned distributions (the "not installed" records and each
+                 record's versions come from the backend's own environment)
+``probe``        is the device healthy: the reference (or, without one, torch) computes a
+                 small GEMM correctly in this fresh process
 ``describe``     the kernel's config menu (names), or None without a config space
 ``configs_for``  the menu entries ``bench --tune`` times for a problem (``top``: the best ranked)
 ``prepare``      resolve the config, ask ``supports``, ``compile`` (timed), check correctness
@@ -25,6 +32,7 @@ import os
 import sys
 import time
 import traceback
+from collections.abc import Sequence
 from multiprocessing.connection import Connection
 from typing import Any, NoReturn
 
@@ -64,6 +72,8 @@ def describe_device(device: str) -> dict[str, Any]:
         "device": device,
     }
     if device == "cuda":
+        from harness.telemetry import cuda_uuid, nvml_device_info, torch_pci_bus_id
+
         idx = torch.cuda.current_device()
         p = torch.cuda.get_device_properties(idx)
         info.update(
@@ -73,11 +83,52 @@ def describe_device(device: str) -> dict[str, Any]:
             capability=f"{p.major}.{p.minor}",
             memory_bytes=int(p.total_memory),
             cudnn=None,
+            uuid=cuda_uuid(idx),
+            pci_bus_id=torch_pci_bus_id(p),
         )
-        from harness.telemetry import nvml_device_info
-
-        info.update(nvml_device_info(idx))
+        info.update({k: v for k, v in nvml_device_info(idx).items() if v is not None})
     return info
+
+
+def _inspect(specs: Sequence[KernelSpec]) -> dict[str, Any]:
+    """Per spec id: its unmet requirements here, and the versions of the harness's and its
+    pinned distributions (plus this interpreter's), as the results record them."""
+    import platform
+
+    from harness.env import package_versions
+
+    python = {"python": platform.python_version(), "executable": sys.executable}
+    return {
+        "specs": {
+            s.id: {
+                "missing": s.missing_requirements(),
+                "versions": {**python, **package_versions(s.distributions)},
+            }
+            for s in specs
+        }
+    }
+
+
+#: The GEMM a device probe computes: small, and a multiple of every tile.
+PROBE_PROBLEM = Problem(256, 256, 256)
+
+
+def _probe(state: _State) -> dict[str, Any]:
+    """A health check of the device in a fresh process: the reference kernel (the state's
+    spec) prepared and checked on :data:`PROBE_PROBLEM`, or without one a torch GEMM compared
+    with the CPU's. ``{"ok": True}`` or ``{"ok": False, "error": why}``."""
+    if state.spec is not None:
+        reply = _prepare(state, PROBE_PROBLEM, 1, None)
+        if reply["status"] != "ok":
+            return {"ok": False, "error": f"{reply['status']}: {reply.get('reason')}"}
+        return {"ok": True}
+    import torch
+
+    a = torch.rand(256, 256, dtype=torch.float32)
+    got = torch.matmul(a.to(state.device), a.to(state.device)).cpu()
+    if not torch.allclose(got, a @ a, rtol=1e-3, atol=1e-3):
+        return {"ok": False, "error": "a 256^3 GEMM on the device differs from the CPU's"}
+    return {"ok": True}
 
 
 def _describe(state: _State) -> dict[str, Any]:
@@ -227,15 +278,31 @@ def _leave() -> NoReturn:
     os._exit(0)
 
 
+def main(argv: Sequence[str] | None = None) -> None:
+    """The worker process: ``python -c "from harness.worker import main; main()" FD``, FD its
+    end of the socket pair :class:`harness.isolate.Worker` made. The parent sends the import
+    path to use (or None: this interpreter's own), then the spec and device, then commands."""
+    args = sys.argv[1:] if argv is None else argv
+    conn = Connection(int(args[0]))
+    try:
+        path = conn.recv()
+        if path is not None:
+            sys.path[:] = path
+        init = conn.recv()
+    except EOFError:
+        _leave()
+    serve(conn, init["spec"], init["device"])
+
+
 def serve(conn: Connection, spec: KernelSpec | None, device: str) -> None:
-    """Worker main loop (the target of the spawned process)."""
+    """Worker main loop: answer commands until ``exit`` or the parent goes away."""
     quiet_third_party()
     state = _State(spec, device)
     conn.send({"ready": True})
     while True:
         try:
             cmd = conn.recv()
-        except EOFError:
+        except (EOFError, OSError):
             _leave()
         op = cmd.get("op")
         try:
@@ -246,6 +313,10 @@ def serve(conn: Connection, spec: KernelSpec | None, device: str) -> None:
                 reply = describe_device(device)
             elif op == "describe":
                 reply = _describe(state)
+            elif op == "inspect":
+                reply = _inspect(cmd["specs"])
+            elif op == "probe":
+                reply = _probe(state)
             elif op == "configs_for":
                 reply = _configs_for(state, cmd["problem"], cmd.get("top"))
             elif op == "prepare":
@@ -274,4 +345,7 @@ def serve(conn: Connection, spec: KernelSpec | None, device: str) -> None:
                 "error": f"{type(e).__name__}: {e}".strip()[:2000],
                 "traceback": traceback.format_exc()[-8000:],
             }
-        conn.send(reply)
+        try:
+            conn.send(reply)
+        except OSError:  # the parent is gone (killed, or it gave up on this call)
+            _leave()

@@ -12,6 +12,9 @@ that every figure and table agrees:
   the fastest stands in and :meth:`Dataset.picked_fastest` says so;
 * **cuBLAS** for a record comes from the same run when that run timed it (clocks, power and
   thermals are shared within a run, not across runs), else from the latest run that did;
+* the **headline run** (:meth:`Dataset.headline_run`) is the run that timed the final kernels
+  of the most backends (an all-DSL run), the latest of those; a headline cell from any other
+  run is marked as such (:meth:`Dataset.outside_headline`);
 * backends and problems come in one fixed order everywhere (:data:`BACKEND_ORDER`,
   :func:`problem_order`), so the panels of every figure line up with the tables.
 
@@ -282,6 +285,28 @@ class Dataset:
             same = [c for c in cands if c[0] == self._run[id(like)]]
             cands = same or cands
         return max(cands, key=lambda c: c[0])[1]
+
+    # ------------------------------------------------------------------------- headline
+    def headline_run(self) -> Document | None:
+        """The run a headline table is read from: the one that timed the final kernels of the
+        most backends (with cuBLAS) — an all-DSL run where there is one — the latest of those.
+        None without a timed run."""
+        finals = set(self.final_kernels().values())
+        best: tuple[int, int] | None = None
+        for i, doc in enumerate(self.documents):
+            timed = {r.kernel for r in doc.bench if r.timed}
+            if doc.kind != "bench" or not any(r.rung == 0 for r in doc.bench if r.timed):
+                continue
+            cand = (len(finals & timed), i)
+            if cand[0] and (best is None or cand > best):
+                best = cand
+        return self.documents[best[1]] if best is not None else None
+
+    def outside_headline(self, rec: BenchRecord) -> bool:
+        """True when ``rec`` comes from another run than :meth:`headline_run`: a table that
+        shows it beside the headline run's numbers must mark it."""
+        headline = self.headline_run()
+        return headline is not None and self.run_of(rec) is not headline
 
     def pct_of_cublas(self, rec: BenchRecord) -> float | None:
         """% of cuBLAS for a timed record: as recorded (same run), else against :meth:`cublas`."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 import tomllib
 from collections import Counter
@@ -13,6 +14,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 PLUGIN_SRC = ROOT / "tests" / "plugin"
+#: The fake GPUs' backend (tests/fakegpu): CPU kernels that record where they ran.
+FAKEGPU_SRC = ROOT / "tests" / "fakegpu"
 
 
 def make_plugin_site(dest: Path, project: Path = PLUGIN_SRC) -> Path:
@@ -35,6 +38,20 @@ def make_plugin_site(dest: Path, project: Path = PLUGIN_SRC) -> Path:
         lines += [f"{name} = {value}" for name, value in eps.items()]
     (info / "entry_points.txt").write_text("\n".join(lines) + "\n")
     return dest
+
+
+def run_harness(
+    env: dict[str, str], *args: str, timeout: float = 300, cwd: Path = ROOT
+) -> subprocess.CompletedProcess[str]:
+    """``python -m harness ARGS`` in a subprocess with ``env``, output captured."""
+    return subprocess.run(
+        [sys.executable, "-m", "harness", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -68,6 +85,26 @@ def plugin_env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
         [str(site), str(PLUGIN_SRC), str(ROOT), env.get("PYTHONPATH", "")]
     ).rstrip(os.pathsep)
     env["PYTHONUNBUFFERED"] = "1"
+    env["OMP_NUM_THREADS"] = "1"  # many small CPU workers: one torch thread each
+    return env
+
+
+@pytest.fixture()
+def fake_gpu_env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """Environment for a subprocess that sees the toy plugin and the fake GPUs' backend, with a
+    fresh ``FAKE_GPU_DIR`` (its kernels' log and broken-GPU markers)."""
+    site = tmp_path_factory.mktemp("site")
+    make_plugin_site(site)
+    make_plugin_site(site, FAKEGPU_SRC)
+    env = dict(os.environ)
+    env.pop("CUDA_VISIBLE_DEVICES", None)
+    env["PYTHONPATH"] = os.pathsep.join(
+        [str(site), str(PLUGIN_SRC), str(FAKEGPU_SRC), str(ROOT), env.get("PYTHONPATH", "")]
+    ).rstrip(os.pathsep)
+    env["PYTHONUNBUFFERED"] = "1"
+    env["FAKE_GPU_DIR"] = str(tmp_path_factory.mktemp("fakegpu"))
+    # Several fake GPUs share the CPU: one torch thread per worker, not one per core each.
+    env["OMP_NUM_THREADS"] = "1"
     return env
 
 

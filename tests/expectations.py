@@ -21,15 +21,23 @@ from __future__ import annotations
 
 import importlib
 import os
-import shutil
 import warnings
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Literal
 
 import pytest
 
 from harness.protocol import KernelSpec
+from harness.toolchain import find_nvcc
+
+__all__ = [
+    "find_nvcc",
+    "kernel_verdict",
+    "policy_lines",
+    "require_dsl",
+    "require_runnable",
+    "require_tool",
+]
 
 EXPECT_DSL = "GEMM_STUDY_EXPECT_DSL"
 REQUIRE_TOOLCHAIN = "GEMM_STUDY_REQUIRE_TOOLCHAIN"
@@ -81,14 +89,6 @@ def require_dsl(backend: str, module: str, what: str) -> None:
         f"{what} is not installed here (not expected: nox -s 'tests({backend})' installs it)",
         allow_module_level=True,
     )
-
-
-def find_nvcc() -> str | None:
-    """nvcc on PATH or the CUDA toolkit's (None if there is none)."""
-    for cand in (shutil.which("nvcc"), "/usr/local/cuda/bin/nvcc", "/usr/local/bin/nvcc"):
-        if cand and Path(cand).is_file():
-            return cand
-    return None
 
 
 def require_tool(name: str, path: str | None, needed_for: str) -> str:

@@ -10,13 +10,10 @@ from __future__ import annotations
 from typing import Any
 
 from backends.cublas import spec
-from harness.protocol import Artifacts, KernelSpec, LaunchFn, Problem, SpecKernel
+from harness.protocol import Artifacts, LaunchFn, Problem, SpecKernel
 
 
 class CublasReference(SpecKernel):
-    def __init__(self, spec: KernelSpec) -> None:
-        self.spec = spec
-
     def supports(self, problem: Problem) -> str | None:
         return None
 

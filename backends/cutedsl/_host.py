@@ -32,9 +32,7 @@ from harness.protocol import (
     Problem,
     SpecKernel,
 )
-
-#: Streaming multiprocessors assumed when compiling without a GPU (H100 SXM / H200 / B200 class).
-DEFAULT_NUM_SMS = 132
+from harness.toolchain import DEFAULT_NUM_SMS
 
 
 def _dtype(name: str) -> Any:

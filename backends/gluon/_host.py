@@ -31,10 +31,7 @@ from harness.protocol import (
     SpecKernel,
     tma_launch,
 )
-
-#: SM count assumed when compiling without a GPU (H100 SXM / H200); only the persistent grid
-#: depends on it, never the generated code.
-DEFAULT_NUM_SMS = 132
+from harness.toolchain import DEFAULT_NUM_SMS, ptxas_resources
 
 _ARCH_CAPABILITY = {"sm_90a": 90, "sm_100a": 100}
 
@@ -133,13 +130,9 @@ class GluonKernel(SpecKernel):
         raw_ptx: Sequence[str] = (),
         notes: Sequence[str] = (),
     ) -> None:
-        self.spec = spec
+        super().__init__(spec, supports=supports, space=space, raw_ptx=raw_ptx, notes=notes)
         self._jit_fn = jit_fn
         self._plan = plan
-        self.rung_supports = supports
-        self.space = space
-        self._raw_ptx = tuple(raw_ptx)
-        self._notes = tuple(notes)
 
     def _make_plan(self, problem: Problem, num_sms: int, config: KernelConfig | None) -> Plan:
         if self.space is None:
@@ -167,7 +160,7 @@ class GluonKernel(SpecKernel):
     def codegen(self, problem: Problem, arch: str, config: KernelConfig | None = None) -> Artifacts:
         plan = self._make_plan(problem, DEFAULT_NUM_SMS, self.config_for(problem, config))
         return compile_offline(
-            self._jit_fn, plan, problem.dtype, arch, raw_ptx=self._raw_ptx, notes=self._notes
+            self._jit_fn, plan, problem.dtype, arch, raw_ptx=self.raw_ptx, notes=self.notes
         )
 
 
@@ -232,13 +225,13 @@ def compile_offline(
         seconds = time.perf_counter() - start
     meta = compiled.metadata
     ptx = compiled.asm.get("ptx")
-    registers, spills = _ptxas_resources(ptx, arch)
+    resources = _triton_ptxas_resources(ptx, arch) or {}
     return Artifacts(
         arch=arch,
         ptx=ptx,
         cubin=compiled.asm.get("cubin"),
-        registers=registers,
-        spill_bytes=spills,
+        registers=resources.get("registers"),
+        spill_bytes=resources.get("spill_bytes"),
         shared_bytes=getattr(meta, "shared", None),
         compile_seconds=seconds,
         raw_ptx=tuple(raw_ptx),
@@ -254,36 +247,14 @@ def _options(plan: Plan) -> dict[str, Any]:
     )
 
 
-def _ptxas_resources(ptx: str | None, arch: str) -> tuple[int | None, int | None]:
-    """Registers and spill bytes from ``ptxas -v``, run with the ptxas Triton compiles with.
-
-    Triton 3.9 assembles every sm_90+ target with its bundled ``ptxas-blackwell`` (CUDA 13.x;
-    its PTX is ISA 9.x, which older ptxas refuse), whose log lines read "ptxas-blackwell info".
-    Best effort: (None, None) when it cannot run.
-    """
-    import re
-    import subprocess
-    import tempfile
-    from pathlib import Path
-
-    if not ptx:
-        return None, None
+def _triton_ptxas_resources(ptx: str | None, arch: str) -> dict[str, int] | None:
+    """``ptxas -v``'s report, run with the ptxas Triton compiles with: Triton 3.9 assembles
+    every sm_90+ target with its bundled ``ptxas-blackwell`` (CUDA 13.x; its PTX is ISA 9.x,
+    which older ptxas refuse). Best effort: None when it cannot run."""
     try:
         from triton import knobs
 
         ptxas = knobs.nvidia.ptxas_blackwell.path
-        with tempfile.TemporaryDirectory() as tmp:
-            src = Path(tmp) / "k.ptx"
-            src.write_text(ptx)
-            log = subprocess.run(
-                [ptxas, f"-arch={arch}", "-v", str(src), "-o", str(Path(tmp) / "k.o")],
-                capture_output=True,
-                text=True,
-                timeout=120,
-                check=True,
-            ).stderr
     except Exception:  # resources are optional in Artifacts
-        return None, None
-    regs = re.search(r"Used (\d+) registers", log)
-    spills = re.search(r"(\d+) bytes spill stores", log)
-    return (int(regs.group(1)) if regs else None, int(spills.group(1)) if spills else None)
+        return None
+    return ptxas_resources(ptx, arch, ptxas=ptxas)

@@ -24,7 +24,6 @@ Tilus keeps its build cache in ``$GEMM_STUDY_TILUS_CACHE`` (default
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import tempfile
 import time
@@ -43,10 +42,7 @@ from harness.protocol import (
     SpecKernel,
     tma_launch,
 )
-
-#: SM count assumed when compiling without a GPU (H100 SXM / H200); only the persistent grid
-#: depends on it, never the generated code.
-DEFAULT_NUM_SMS = 132
+from harness.toolchain import DEFAULT_NUM_SMS, require, run_ptxas
 
 #: ``plan(problem, num_sms)`` or ``plan(problem, num_sms, config)`` -> the script's kwargs.
 PlanFn = Callable[..., dict[str, Any]]
@@ -102,13 +98,9 @@ class TilusKernel(SpecKernel):
         raw_ptx: Sequence[str] = (),
         notes: Sequence[str] = (),
     ) -> None:
-        self.spec = spec
+        super().__init__(spec, supports=supports, space=space, raw_ptx=raw_ptx, notes=notes)
         self._script = script
         self._plan = plan
-        self.rung_supports = supports
-        self.space = space
-        self._raw_ptx = tuple(raw_ptx)
-        self._notes = tuple(notes)
 
     def _kwargs(self, problem: Problem, num_sms: int, config: KernelConfig | None) -> dict:
         kwargs = (
@@ -142,14 +134,17 @@ class TilusKernel(SpecKernel):
             source = Path(tmp) / "source.cu"
             source.write_text(self.cuda_source(problem, arch, config))
             ptx = _nvcc(source, arch)
-            cubin = _ptxas(ptx, arch, Path(tmp))
+            # PTX -> cubin (what nvcc would run next), without a second C++ front-end pass.
+            assembled = run_ptxas(ptx, arch, verbose=False)
+            if assembled.cubin is None:
+                raise RuntimeError(f"ptxas failed for {arch}:\n{assembled.log[-4000:]}")
         return Artifacts(
             arch=arch,
             ptx=ptx,
-            cubin=cubin,
+            cubin=assembled.cubin,
             compile_seconds=time.perf_counter() - start,
-            raw_ptx=self._raw_ptx,
-            notes=self._notes,
+            raw_ptx=self.raw_ptx,
+            notes=self.notes,
         )
 
     def cuda_source(self, problem: Problem, arch: str, config: KernelConfig | None = None) -> str:
@@ -186,7 +181,7 @@ def _nvcc(source: Path, arch: str) -> str:
     includes = [*get_include_dirs(), tvm_ffi.libinfo.find_include_path(), find_include_path()]
     out = source.with_suffix(".ptx")
     cmd = [
-        _tool("nvcc"),
+        require("nvcc"),
         "-ptx",
         f"-arch={arch}",
         "-std=c++17",
@@ -203,25 +198,3 @@ def _nvcc(source: Path, arch: str) -> str:
     if proc.returncode != 0:
         raise RuntimeError(f"nvcc -ptx failed for {arch}:\n{proc.stderr[-4000:]}")
     return out.read_text()
-
-
-def _ptxas(ptx: str, arch: str, tmp: Path) -> bytes:
-    """PTX -> cubin (what nvcc would run next), without a second C++ front-end pass."""
-    src, out = tmp / "kernel.ptx", tmp / "kernel.cubin"
-    src.write_text(ptx)
-    proc = subprocess.run(
-        [_tool("ptxas"), f"-arch={arch}", str(src), "-o", str(out)],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if proc.returncode != 0:
-        raise RuntimeError(f"ptxas failed for {arch}:\n{proc.stderr[-4000:]}")
-    return out.read_bytes()
-
-
-def _tool(name: str) -> str:
-    found = shutil.which(name) or f"/usr/local/cuda/bin/{name}"
-    if not Path(found).exists():
-        raise FileNotFoundError(f"{name} not found (CUDA toolkit 12.8+ needed for sm_90a/sm_100a)")
-    return found

@@ -21,8 +21,6 @@ Nothing here is imported by ``backends.tirx.__init__``; TVM and torch load lazil
 
 from __future__ import annotations
 
-import re
-import shutil
 import subprocess
 import tempfile
 import time
@@ -41,6 +39,7 @@ from harness.protocol import (
     SpecKernel,
     tma_launch,
 )
+from harness.toolchain import parse_ptxas_log, require, run_ptxas
 
 #: Element type names as TVM spells them.
 TVM_DTYPE = {"fp16": "float16", "bf16": "bfloat16"}
@@ -55,26 +54,14 @@ def cuda_source(func: Any, arch: str) -> str:
     return str(ex.mod.imports[0].inspect_source())
 
 
-def nvcc_path() -> str:
-    for cand in (shutil.which("nvcc"), "/usr/local/cuda/bin/nvcc", "/usr/local/bin/nvcc"):
-        if cand and Path(cand).exists():
-            return cand
-    raise FileNotFoundError("nvcc not found (needed to turn TVM's CUDA source into PTX)")
-
-
-def ptxas_path() -> str:
-    nvcc = Path(nvcc_path())
-    local = nvcc.with_name("ptxas")
-    return str(local) if local.exists() else (shutil.which("ptxas") or "ptxas")
-
-
 def to_ptx(source: str, arch: str) -> str:
     """CUDA source -> PTX with nvcc (``-arch=sm_90a`` / ``sm_100a``)."""
     with tempfile.TemporaryDirectory() as tmp:
         cu, ptx = Path(tmp) / "k.cu", Path(tmp) / "k.ptx"
         cu.write_text(source)
+        nvcc = require("nvcc")
         run = subprocess.run(
-            [nvcc_path(), f"-arch={arch}", "-O3", "-ptx", "-std=c++17", str(cu), "-o", str(ptx)],
+            [nvcc, f"-arch={arch}", "-O3", "-ptx", "-std=c++17", str(cu), "-o", str(ptx)],
             capture_output=True,
             text=True,
             timeout=300,
@@ -83,28 +70,6 @@ def to_ptx(source: str, arch: str) -> str:
             errors = [ln for ln in run.stderr.splitlines() if "error" in ln][:5]
             raise RuntimeError("nvcc failed: " + " | ".join(errors or [run.stderr[-500:]]))
         return ptx.read_text()
-
-
-def ptxas(ptx: str, arch: str) -> tuple[bytes, str]:
-    """PTX -> cubin with ``ptxas -v``; returns the cubin and ptxas's log (warnings included)."""
-    with tempfile.TemporaryDirectory() as tmp:
-        src, out = Path(tmp) / "k.ptx", Path(tmp) / "k.cubin"
-        src.write_text(ptx)
-        run = subprocess.run(
-            [ptxas_path(), f"-arch={arch}", "-v", str(src), "-o", str(out)],
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
-        if run.returncode:
-            raise RuntimeError(f"ptxas failed: {run.stderr[-800:]}")
-        return out.read_bytes(), run.stderr + run.stdout
-
-
-def ptxas_resources(log: str) -> tuple[int | None, int | None]:
-    regs = re.search(r"Used (\d+) registers", log)
-    spills = re.search(r"(\d+) bytes spill stores", log)
-    return (int(regs.group(1)) if regs else None, int(spills.group(1)) if spills else None)
 
 
 class TirxKernel(SpecKernel):
@@ -129,15 +94,11 @@ class TirxKernel(SpecKernel):
         raw_ptx: Sequence[str] = (),
         notes: Sequence[str] = (),
     ) -> None:
-        self.spec = spec
-        self.space = space
+        super().__init__(spec, supports=supports, space=space, raw_ptx=raw_ptx, notes=notes)
         self._build = build
         self._shared_bytes = shared_bytes
         self._persistent = persistent
         self._cluster = cluster
-        self.rung_supports = supports
-        self._raw_ptx = tuple(raw_ptx)
-        self._notes = tuple(notes)
         self._modules: dict[tuple[str, KernelConfig | None], Any] = {}
 
     # -- protocol ------------------------------------------------------------------------------
@@ -175,9 +136,12 @@ class TirxKernel(SpecKernel):
         start = time.perf_counter()
         source = cuda_source(self._build(TVM_DTYPE[problem.dtype], config), arch)
         ptx = to_ptx(source, arch)
-        cubin, log = ptxas(ptx, arch)
+        assembled = run_ptxas(ptx, arch)
+        if assembled.cubin is None:
+            raise RuntimeError(f"ptxas failed: {assembled.log[-800:]}")
         seconds = time.perf_counter() - start
-        registers, spills = ptxas_resources(log)
+        log = assembled.log
+        resources = parse_ptxas_log(log) or {}
         # ptxas reports a serialized wgmma (C7514) as an "info" line, not a warning: keep both.
         warnings = tuple(
             ln.strip()
@@ -187,11 +151,11 @@ class TirxKernel(SpecKernel):
         return Artifacts(
             arch=arch,
             ptx=ptx,
-            cubin=cubin,
-            registers=registers,
-            spill_bytes=spills,
+            cubin=assembled.cubin,
+            registers=resources.get("registers"),
+            spill_bytes=resources.get("spill_bytes"),
             shared_bytes=self._shared_bytes(config),
             compile_seconds=seconds,
-            raw_ptx=self._raw_ptx,
-            notes=self._notes + warnings,
+            raw_ptx=self.raw_ptx,
+            notes=self.notes + warnings,
         )

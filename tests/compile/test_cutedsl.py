@@ -16,9 +16,9 @@ from compile_checks import assert_listing_imports_no_dsl
 from expectations import require_dsl, require_tool
 
 from backends.cutedsl import kernels
-from harness.codegen import find_ptxas
 from harness.protocol import Problem, Rung
 from harness.tile_cost import HOPPER
+from harness.toolchain import find_ptxas, run_ptxas
 
 require_dsl("cutedsl", "cutlass", "CuTeDSL (nvidia-cutlass-dsl)")
 
@@ -159,10 +159,6 @@ def test_r7_wgmma_is_not_serialized(dtype: str) -> None:
     """ptxas must not serialize rung 7's wgmma (warning C7514: a non-wgmma instruction touches
     the accumulators inside the async pipeline). Placing the overlapped epilogue inside the
     k loop did exactly that to the bf16 build, at a cost of ~7 % on an H200."""
-    import subprocess
-    import tempfile
-    from pathlib import Path
-
     ptxas = require_tool("ptxas", find_ptxas(), "rung 7's wgmma serialization check")
     spec = next(s for s in SPECS if s.name == "sm90/r7_multi_consumer")
     kernel = spec.load()
@@ -170,16 +166,15 @@ def test_r7_wgmma_is_not_serialized(dtype: str) -> None:
     for epilogue in ("overlap", "serial"):
         config = kernel.select(problem).with_overrides(f"epilogue={epilogue}")
         ptx = kernel.codegen(problem, spec.arch, config).ptx
-        with tempfile.TemporaryDirectory() as tmp:
-            src = Path(tmp) / "k.ptx"
-            src.write_text(ptx)
-            log = subprocess.run(
-                [ptxas, "-arch=sm_90a", "-v", str(src), "-o", str(Path(tmp) / "k.o")],
-                capture_output=True,
-                text=True,
-                check=True,
-            ).stderr
+        log = _ptxas_log(ptx, ptxas)
         assert "C7514" not in log, f"{config.name} ({dtype}): wgmma serialized by ptxas"
+
+
+def _ptxas_log(ptx: str, ptxas: str) -> str:
+    """``ptxas -v``'s log for sm_90a; the test fails if ptxas refuses the PTX."""
+    run = run_ptxas(ptx, "sm_90a", ptxas=ptxas)
+    assert run.returncode == 0, run.log[-2000:]
+    return run.log
 
 
 # -- rung 8: one config per code path, and what select() picks ---------------------------------
@@ -346,20 +341,8 @@ def test_r8_code_paths_compile(path: str) -> None:
 
 def _assert_ptxas_clean(ptx: str, what: str) -> None:
     """ptxas neither serializes the wgmma (C7514, see the rung 7 test) nor spills."""
-    import subprocess
-    import tempfile
-    from pathlib import Path
-
     ptxas = require_tool("ptxas", find_ptxas(), "the spill and serialization checks of rung 8")
-    with tempfile.TemporaryDirectory() as tmp:
-        src = Path(tmp) / "k.ptx"
-        src.write_text(ptx)
-        log = subprocess.run(
-            [ptxas, "-arch=sm_90a", "-v", str(src), "-o", str(Path(tmp) / "k.o")],
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stderr
+    log = _ptxas_log(ptx, ptxas)
     assert "C7514" not in log, f"{what}: wgmma serialized by ptxas"
     spills = [int(b) for b in re.findall(r"(\d+) bytes spill stores", log)]
     assert spills and not any(spills), f"{what}: spills {spills}"

@@ -12,7 +12,6 @@ and skips elsewhere, saying so.
 from __future__ import annotations
 
 import re
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -20,8 +19,8 @@ from compile_checks import assert_identity_and_supports, assert_listing_imports_
 from expectations import find_nvcc, require_dsl, require_tool
 
 from backends.tilus import kernels
-from harness.codegen import find_ptxas
 from harness.protocol import Problem, Rung
+from harness.toolchain import find_ptxas, run_ptxas
 
 require_dsl("tilus", "tilus", "Tilus (tilus==0.2.0)")
 require_tool("nvcc", find_nvcc(), "Tilus compiles its CUDA source with it (every test here)")
@@ -108,19 +107,14 @@ HOPPER_ASYNC = [s for s in SPECS if s.arch == "sm_90a" and s.rung >= Rung.PIPELI
 
 @pytest.mark.parametrize("dtype", ["fp16", "bf16"])
 @pytest.mark.parametrize("spec", HOPPER_ASYNC, ids=[s.id for s in HOPPER_ASYNC])
-def test_wgmma_is_not_serialized(spec, dtype, artifacts, tmp_path):
+def test_wgmma_is_not_serialized(spec, dtype, artifacts):
     """ptxas serializes wgmma (warning C7514) when it cannot prove the accumulator registers
     untouched while an MMA is in flight; it also must not spill."""
     art = artifacts(spec, dtype)
-    ptx = tmp_path / "k.ptx"
-    ptx.write_text(art.ptx)
     ptxas = require_tool("ptxas", find_ptxas(), "the wgmma serialization and spill checks")
-    log = subprocess.run(
-        [ptxas, f"-arch={spec.arch}", "-v", str(ptx), "-o", str(tmp_path / "k.o")],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stderr
+    run = run_ptxas(art.ptx, spec.arch, ptxas=ptxas)
+    assert run.returncode == 0, run.log[-2000:]
+    log = run.log
     assert "C7514" not in log and "serialized" not in log, log
     assert re.search(r" 0 bytes spill stores", log), log
 

@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import run_harness
 
 pytest.importorskip("torch")
 
@@ -21,17 +22,7 @@ ROOT = Path(__file__).resolve().parents[2]
 FAST = ["--warmup", "0.05", "--min-samples", "20", "--min-time", "0.02", "--rounds", "2"]
 
 
-def _harness(
-    env: dict[str, str], *args: str, timeout: float = 300, cwd: Path = ROOT
-) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "harness", *args],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
+_harness = run_harness
 
 
 def test_list_shows_plugin_kernels_and_why_they_cannot_run(plugin_env) -> None:

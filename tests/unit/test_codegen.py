@@ -1,8 +1,10 @@
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
-from harness import codegen
+from harness import codegen, toolchain
 from harness.codegen import count_loc, ptx_features
 from harness.records import Status
 
@@ -45,15 +47,34 @@ def test_ptx_features_recognise_the_defining_instructions() -> None:
     ] == ["tcgen05.mma.cta_group::2", "tcgen05.alloc.cta_group::2"]
 
 
-def test_ptxas_report_is_parsed_for_the_largest_kernel(monkeypatch: pytest.MonkeyPatch) -> None:
-    class Done:
-        returncode = 0
-        stderr = PTXAS_OUT
+def test_ptxas_report_is_parsed_for_the_largest_kernel() -> None:
+    want = {"registers": 168, "spill_bytes": 16, "shared_bytes": 1024}
+    assert toolchain.parse_ptxas_log(PTXAS_OUT) == want
+    # Triton's bundled ptxas-blackwell prefixes its lines with its own name
+    assert (
+        toolchain.parse_ptxas_log(PTXAS_OUT.replace("ptxas info", "ptxas-blackwell info")) == want
+    )
+    assert toolchain.parse_ptxas_log("ptxas fatal   : Unresolved extern function") is None
 
-    monkeypatch.setattr(codegen, "find_ptxas", lambda: "/bin/true")
-    monkeypatch.setattr(codegen.subprocess, "run", lambda *a, **k: Done())
-    res = codegen.ptxas_resources(".version 8.7", "sm_90a")
-    assert res == {"registers": 168, "spill_bytes": 16, "shared_bytes": 1024}
+
+def test_ptxas_resources_runs_the_tool_found(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """``$PTXAS`` names the tool; its ``-v`` report becomes the resources, and a ptxas that
+    refuses the PTX gives none."""
+    fake = tmp_path / "ptxas"
+    fake.write_text(f"#!/bin/sh\ncat >&2 <<'EOF'\n{PTXAS_OUT}EOF\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("PTXAS", str(fake))
+    assert toolchain.find_ptxas() == str(fake)
+    assert toolchain.ptxas_resources(".version 8.7", "sm_90a") == {
+        "registers": 168,
+        "spill_bytes": 16,
+        "shared_bytes": 1024,
+    }
+    fake.write_text("#!/bin/sh\necho 'ptxas fatal' >&2\nexit 1\n")
+    assert toolchain.ptxas_resources(".version 8.7", "sm_90a") is None
+    assert toolchain.ptxas_resources("", "sm_90a") is None
 
 
 def test_count_loc_skips_docstrings_comments_and_blanks() -> None:

@@ -27,10 +27,18 @@ PASSED = CheckResult(True, 0.01, 1e-4, 0, 0.1, 1e-3, 2)
 class FakeWorker:
     """A worker whose kernel takes ``ms`` per launch at ``mhz``; logs the commands it got."""
 
-    def __init__(self, ms: list[float], mhz: float, recheck: CheckResult | None = None) -> None:
+    def __init__(
+        self,
+        ms: list[float],
+        mhz: float,
+        recheck: CheckResult | None = None,
+        later_ms: list[float] | None = None,
+    ) -> None:
         self.ms = ms
         self.mhz = mhz
         self.recheck = recheck
+        #: what launches take from the fifth measurement on (cuBLAS's closing one)
+        self.later_ms = later_ms
         self.commands: list[dict[str, Any]] = []
 
     def call(self, cmd: dict[str, Any], timeout: float) -> dict[str, Any]:
@@ -38,8 +46,9 @@ class FakeWorker:
         if cmd["op"] == "prepare":
             return {"status": "ok", "reason": None, "compile_s": 0.5, "check": PASSED}
         if cmd["op"] == "measure":
+            done = sum(c["op"] == "measure" for c in self.commands)
             return {
-                "samples": list(self.ms),
+                "samples": list(self.later_ms if self.later_ms and done > 4 else self.ms),
                 "telemetry": Telemetry(samples=10, sm_clock_mhz_mean=self.mhz),
                 "rotation_sets": 3,
                 "recheck": self.recheck if cmd.get("recheck") else None,
@@ -81,6 +90,9 @@ def test_tflops_and_pct_of_cublas_by_hand() -> None:
     assert ref.tflops == pytest.approx(61.44, rel=1e-12)
     assert ref.tflops_per_ghz == pytest.approx(51.2, rel=1e-12)
     assert ref.pct_of_cublas == pytest.approx(100.0)
+    # per clock: 48 / 51.2 TFLOPS/GHz = 93.75 %: the kernel is faster only by its clock
+    assert rec.per_clock_pct_of_cublas == pytest.approx(93.75, rel=1e-12)
+    assert ref.per_clock_pct_of_cublas == pytest.approx(100.0)
     assert rec.telemetry.sm_clock_mhz_mean == 1600.0 and rec.rotation_sets == 3
 
 
@@ -118,5 +130,22 @@ def test_a_failed_recheck_after_timing_makes_the_record_wrong() -> None:
     measures = [c for c in workers[KERNEL.id].commands if c["op"] == "measure"]
     assert [c["recheck"] for c in measures] == [True]
     measures = [c for c in workers[CUBLAS.id].commands if c["op"] == "measure"]
-    assert [c["recheck"] for c in measures] == [True, False, False, False]
+    # four rounds, then the closing measurement of the drift
+    assert [c["recheck"] for c in measures] == [True, False, False, False, False]
     assert any(c["op"] == "release" for c in workers[KERNEL.id].commands)
+
+
+def test_cublas_drift_is_its_closing_median_against_its_first_round() -> None:
+    """cuBLAS is timed once more after the last round: 0.0505 ms against its first round's
+    0.05 ms is +1 % of drift, recorded on every timed record of the problem. The closing
+    samples only measure the drift: cuBLAS's statistics pool the four rounds, like the
+    kernel's, so its median stays 0.05 ms."""
+    workers = {
+        CUBLAS.id: FakeWorker([0.049, 0.05, 0.051], mhz=1500.0, later_ms=[0.0505]),
+        KERNEL.id: FakeWorker([0.04], mhz=1500.0),
+    }
+    got = _run(Problem(512, 512, 512), workers)
+    for rec in got.values():
+        assert rec.cublas_drift_pct == pytest.approx(1.0, rel=1e-9)
+    assert got[CUBLAS.id].timing.n == 12 and got[CUBLAS.id].timing.median_ms == 0.05
+    assert sum(c["op"] == "measure" for c in workers[KERNEL.id].commands) == 4

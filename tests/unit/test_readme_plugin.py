@@ -10,10 +10,10 @@ from __future__ import annotations
 import os
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from conftest import run_harness
 
 from harness.records import Status
 from harness.results import load
@@ -44,14 +44,7 @@ def test_readme_plugin_runs_as_written(tmp_path: Path, plugin_site_maker) -> Non
     env["PYTHONPATH"] = os.pathsep.join([str(site), str(project), str(ROOT)])
 
     def harness(*args: str) -> subprocess.CompletedProcess:
-        return subprocess.run(
-            [sys.executable, "-m", "harness", *args],
-            cwd=tmp_path,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=600,
-        )
+        return run_harness(env, *args, timeout=600, cwd=tmp_path)
 
     listed = harness("list", "--backend", "mydsl")
     assert listed.returncode == 0, listed.stderr

@@ -218,6 +218,24 @@ def test_latest_run_wins_but_a_check_only_record_keeps_the_timing(tmp_path: Path
     assert ds.pick(beta7.kernel, big).median_ms == pytest.approx(0.1)  # a later timing wins
 
 
+def test_headline_run_is_the_run_with_the_most_final_kernels(tmp_path: Path) -> None:
+    """The headline comes from the run that timed the most backends' final kernels; a record
+    of another run is marked, one of the headline run is not."""
+    base = load(FIXTURES / "bench_small.json")
+    ds = build_dataset([base])
+    assert ds.headline_run() is base
+    assert not any(ds.outside_headline(r) for r in base.bench)
+    # a later run that times only one backend's final kernel is not the headline
+    beta7 = next(r for r in base.bench if r.kernel == "beta/sm90/r7_multi_consumer" and r.timed)
+    ref = next(r for r in base.bench if r.rung == 0 and r.timed and r.problem == beta7.problem)
+    later = ResultsWriter(tmp_path / "later.json", "bench", {"gpu": "x"})
+    later.add_many([ref, replace(beta7, timing=replace(beta7.timing, median_ms=0.1))])
+    ds = build_dataset([base, load(tmp_path / "later.json")])
+    assert ds.headline_run() is ds.documents[0]
+    newer = ds.pick(beta7.kernel, beta7.problem)
+    assert newer.median_ms == pytest.approx(0.1) and ds.outside_headline(newer)
+
+
 def _ident(rec: BenchRecord) -> dict:
     keys = ("kernel", "backend", "name", "rung", "rung_name", "arch")
     return {k: getattr(rec, k) for k in keys}

@@ -190,6 +190,21 @@ def test_every_field_of_a_bench_document_is_read() -> None:
         power_w_max=699.0,
         temp_c_max=61.0,
     )
+    assert (ok.per_clock_pct_of_cublas, ok.cublas_drift_pct) == (93.75, -0.5)
+    assert ok.gpu == {
+        "host": "gpu-node-7",
+        "visible": "1",
+        "uuid": "GPU-5f0c1a2b-0000-1111-2222-333344445555",
+        "serial": "1654123456789",
+        "pci_bus_id": "00000000:3A:00.0",
+        "name": "NVIDIA H200",
+    }
+    assert ok.versions == {
+        "python": "3.11.7",
+        "executable": "/venvs/alpha/bin/python",
+        "torch": "2.15.0",
+        "alpha-dsl": "1.2.3",
+    }
     assert ok.traceback is None
     assert (err.status, err.reason, err.config, err.problem) == (
         Status.ERROR,
@@ -199,6 +214,7 @@ def test_every_field_of_a_bench_document_is_read() -> None:
     )
     assert err.traceback == "Traceback (most recent call last):\n  RuntimeError: it broke\n"
     assert (err.check, err.timing, err.telemetry, err.tflops) == (None, None, None, None)
+    assert (err.gpu, err.versions, err.cublas_drift_pct) == (None, None, None)
 
 
 def test_every_field_of_a_codegen_document_is_read() -> None:
