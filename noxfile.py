@@ -211,8 +211,8 @@ def tests(session: nox.Session, part: str) -> None:
         session.run(*pytest, "tests/network", *session.posargs)
         return
     if part == "cluster":  # the Ray executor, on logical GPUs: no GPU needed
-        if not gpu and not _provisioned(session):
-            session.install(CPU_TORCH)
+        if not gpu:
+            _install_cpu_torch(session)  # the CPU build, from its index (never PyPI's CUDA one)
         _install(session, "test,cluster", "gpu" if gpu else "")
         session.run(*pytest, "tests/cluster", *session.posargs, env={EXPECT_RAY: "1"})
         return
