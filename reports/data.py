@@ -308,6 +308,55 @@ class Dataset:
         headline = self.headline_run()
         return headline is not None and self.run_of(rec) is not headline
 
+    def run_pick(self, run: Document, kernel: str, problem: Problem) -> BenchRecord | None:
+        """The timed record of what ``kernel`` runs by itself on ``problem`` in ``run`` (its
+        selected config, or no config space); None when that run has none. Reads the run's own
+        records, not the kept ones: a later run must not take a cell out of the headline run."""
+        own = [
+            r
+            for r in run.bench
+            if r.kernel == kernel
+            and r.problem == problem
+            and r.timed
+            and (r.selected is True or r.config is None)
+        ]
+        return own[-1] if own else None
+
+    def headline_pick(self, kernel: str, problem: Problem) -> BenchRecord | None:
+        """The record a headline cell shows: the headline run's where it has one, else
+        :meth:`pick` (then :meth:`outside_headline` is True and the cell must be marked)."""
+        run = self.headline_run()
+        rec = self.run_pick(run, kernel, problem) if run is not None else None
+        return rec if rec is not None else self.pick(kernel, problem)
+
+    def headline_cublas(self, problem: Problem) -> BenchRecord | None:
+        """The cuBLAS record of the headline table: the headline run's, else :meth:`cublas`'s
+        latest (marked like any other cell from another run)."""
+        run = self.headline_run()
+        if run is not None:
+            own = [r for r in run.bench if r.rung == 0 and r.problem == problem and r.timed]
+            if own:
+                return own[-1]
+        return self.cublas(problem)
+
+    def per_clock_pct(self, rec: BenchRecord) -> float | None:
+        """% of cuBLAS per SM clock (TFLOPS/GHz over cuBLAS's in the same run): as recorded
+        (schema 3), else from both records' ``tflops_per_ghz`` when the run timed cuBLAS with a
+        clock reading; None otherwise (a clock of another run would compare two sessions)."""
+        if not rec.timed:
+            return None
+        if rec.per_clock_pct_of_cublas is not None:
+            return rec.per_clock_pct_of_cublas
+        ref = self.cublas(rec.problem, rec)
+        if (
+            ref is None
+            or self.run_index(ref) != self.run_index(rec)
+            or not rec.tflops_per_ghz
+            or not ref.tflops_per_ghz
+        ):
+            return None
+        return 100.0 * rec.tflops_per_ghz / ref.tflops_per_ghz
+
     def pct_of_cublas(self, rec: BenchRecord) -> float | None:
         """% of cuBLAS for a timed record: as recorded (same run), else against :meth:`cublas`."""
         if not rec.timed:

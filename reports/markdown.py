@@ -520,7 +520,8 @@ def report_files(
     summary: list[str] = []
     for t in summary_tables(ds, chain):
         summary += [f"**{t.title}**", "", *markdown_table(t.header, t.rows), ""]
-        summary += [*t.notes, ""]
+        for note in t.notes:  # each its own paragraph: markdown would run them together
+            summary += [note, ""]
     failed = sum(r.status.failed for r in ds.bench)
     unsupported = sum(r.status.value == "unsupported" for r in ds.bench)
     summary += [

@@ -9,16 +9,25 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from harness.gemm import Problem
+from harness.records import BenchRecord
 from harness.summary import pct_band, text_table
 from reports.data import SWEEP_RUNGS, Dataset, chain_table, has_chain, sweep_panels
 
 __all__ = [
     "HEADLINE_PROBLEMS",
+    "OTHER_RUN_MARK",
+    "HeadlineCell",
+    "HeadlineRow",
     "Table",
     "chains",
     "headline",
+    "headline_cell_text",
+    "headline_notes",
+    "headline_rows",
+    "headline_table_rows",
     "markdown_table",
     "summary_tables",
     "sweeps",
@@ -37,6 +46,9 @@ class Table:
     header: list[str]
     rows: list[list[str]]
     notes: list[str] = field(default_factory=list)
+    #: How many of ``notes`` (the first) the terminal prints too: what a reader of the plain
+    #: text cannot do without (e.g. which run a table is read from).
+    footnotes: int = 0
 
 
 def markdown_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
@@ -49,37 +61,148 @@ def markdown_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list
     return out + ["| " + " | ".join(map(esc, r)) + " |" for r in rows]
 
 
-def headline(ds: Dataset) -> Table | None:
-    """Each DSL's final kernel at the headline problems: TFLOPS and % of cuBLAS in the same run
-    with its p20-p80 band (None without a timed headline problem)."""
+#: The mark of a headline cell read from another run than the headline run.
+OTHER_RUN_MARK = "†"
+
+
+@dataclass(frozen=True)
+class HeadlineCell:
+    """One DSL's final kernel at one headline problem: the record shown (None: none), its %
+    of cuBLAS band (low, median, high over p80, median, p20 time; same run), its % of cuBLAS
+    per SM clock, and whether it comes from another run than the headline run."""
+
+    record: BenchRecord | None
+    band: tuple[float, float, float] | None
+    per_clock: float | None
+    other_run: bool
+
+
+@dataclass(frozen=True)
+class HeadlineRow:
+    """One headline problem: cuBLAS (and whether it is from another run) and a cell per DSL."""
+
+    problem: Problem
+    cublas: BenchRecord
+    cublas_other_run: bool
+    cells: list[HeadlineCell]
+
+
+def headline_rows(ds: Dataset) -> list[HeadlineRow]:
+    """The headline cells, every one read from :meth:`~reports.data.Dataset.headline_run` where
+    it has the record (one run: clocks, power and thermals shared), else from the latest run and
+    marked. Problems without a timed cuBLAS are left out. Columns: ``ds.final_kernels()``."""
     finals = ds.final_kernels()
-    if not finals:
-        return None
     rows = []
     for p in HEADLINE_PROBLEMS:
-        picks = [ds.pick(k, p) for k in finals.values()]
-        like = next((r for r in picks if r is not None and r.timed), None)
-        ref = ds.cublas(p, like)
+        ref = ds.headline_cublas(p)
         if ref is None or ref.tflops is None:
             continue
-        row = [p.key, f"{ref.tflops:.0f}"]
-        for rec in picks:
-            band = pct_band(rec, ds.cublas(p, rec)) if rec is not None else None
-            if rec is None or band is None or rec.tflops is None:
-                row.append("-" if rec is None or rec.timed else rec.status.value)
+        cells = []
+        for kernel in finals.values():
+            rec = ds.headline_pick(kernel, p)
+            if rec is None:
+                cells.append(HeadlineCell(None, None, None, False))
                 continue
-            row.append(f"{rec.tflops:.0f} ({band[1]:.1f} %, {band[0]:.1f}-{band[2]:.1f})")
-        rows.append(row)
+            # % of cuBLAS always against cuBLAS of the record's own run, marked or not.
+            band = pct_band(rec, ds.cublas(p, rec))
+            other = rec.timed and ds.outside_headline(rec)
+            cells.append(HeadlineCell(rec, band, ds.per_clock_pct(rec), other))
+        rows.append(HeadlineRow(p, ref, ds.outside_headline(ref), cells))
+    return rows
+
+
+def _mark(other_run: bool) -> str:
+    return OTHER_RUN_MARK if other_run else ""
+
+
+def headline_cell_text(cell: HeadlineCell) -> str:
+    """``TFLOPS (% of cuBLAS, p20-p80 band)``, † when from another run; ``-`` or the status
+    when not timed."""
+    rec = cell.record
+    if rec is None or cell.band is None or rec.tflops is None:
+        return "-" if rec is None or rec.timed else rec.status.value
+    lo, mid, hi = cell.band
+    return f"{rec.tflops:.0f} ({mid:.1f} %, {lo:.1f}-{hi:.1f}){_mark(cell.other_run)}"
+
+
+def headline_table_rows(rows: Sequence[HeadlineRow]) -> list[list[str]]:
+    """Per problem a line of TFLOPS and % of cuBLAS, then a ``per clock`` line: cuBLAS's
+    TFLOPS/GHz and each kernel's % of cuBLAS per GHz (left out when the run read no clock).
+    Per clock separates the kernel from the clock it happened to run at."""
+    out = []
+    for row in rows:
+        ref = row.cublas
+        out.append(
+            [
+                row.problem.key,
+                f"{ref.tflops:.0f}{_mark(row.cublas_other_run)}",
+                *(headline_cell_text(c) for c in row.cells),
+            ]
+        )
+        if ref.tflops_per_ghz is None and all(c.per_clock is None for c in row.cells):
+            continue
+        per_clock = [
+            "-" if c.per_clock is None else f"{c.per_clock:.1f} %{_mark(c.other_run)}"
+            for c in row.cells
+        ]
+        ghz = "-" if ref.tflops_per_ghz is None else f"{ref.tflops_per_ghz:.0f} per GHz"
+        out.append(["  per clock", ghz + _mark(row.cublas_other_run), *per_clock])
+    return out
+
+
+def headline_notes(ds: Dataset, rows: Sequence[HeadlineRow]) -> list[str]:
+    """The lines under the headline table: which run it is read from, and (when some cell is
+    marked) which other runs the marked cells come from."""
+    run = ds.headline_run()
+    notes = []
+    if run is not None:
+        env = run.environment
+        power = env.get("power_limit_w")
+        watts = f", {power:.0f} W power limit" if isinstance(power, int | float) else ""
+        notes.append(
+            f"Headline run: `{Path(run.source or '?').name}` ({(run.created or '?')[:10]}, "
+            f"{env.get('gpu', '?')}{watts}); every cell, cuBLAS included, is from that one run "
+            f"unless marked {OTHER_RUN_MARK}."
+        )
+    others = sorted(
+        {
+            Path(ds.run_of(r).source or "?").name
+            for row in rows
+            for r in (
+                *(c.record for c in row.cells if c.other_run),
+                *([row.cublas] if row.cublas_other_run else []),
+            )
+            if r is not None
+        }
+    )
+    if others:
+        files = ", ".join(f"`{f}`" for f in others)
+        notes.append(f"{OTHER_RUN_MARK} from another run than the headline run ({files}).")
+    return notes
+
+
+def headline(ds: Dataset) -> Table | None:
+    """Each DSL's final kernel at the headline problems, from the headline run: TFLOPS, % of
+    cuBLAS timed in the same run with its p20-p80 band, and % of cuBLAS per clock (None
+    without a timed headline problem)."""
+    finals = ds.final_kernels()
+    rows = headline_rows(ds) if finals else []
     if not rows:
         return None
+    run_notes = headline_notes(ds, rows)
     return Table(
         "Final kernel of each DSL vs cuBLAS",
-        ["problem", "cuBLAS TFLOPS", *(k.split("/")[0] for k in finals.values())],
-        rows,
+        ["problem", "cuBLAS TFLOPS", *finals],
+        headline_table_rows(rows),
         [
-            "Each cell: TFLOPS (% of cuBLAS timed in the same run, its p20-p80 band); final "
-            "kernels: " + ", ".join(f"{b} `{k.split('/', 1)[1]}`" for b, k in finals.items()) + "."
+            *run_notes,
+            "Each cell: median TFLOPS over the run's rounds (% of cuBLAS timed in the same run, "
+            "its p20-p80 band); `per clock`: cuBLAS's TFLOPS per GHz of SM clock and each "
+            "kernel's TFLOPS/GHz as % of it. Final kernels: "
+            + ", ".join(f"{b} `{k.split('/', 1)[1]}`" for b, k in finals.items())
+            + ".",
         ],
+        footnotes=len(run_notes),
     )
 
 
@@ -171,5 +294,6 @@ def terminal_summary(ds: Dataset, chain: Problem | None) -> str:
     for t in summary_tables(ds, chain):
         align = "l" * (3 if t.header[0] == "suite" else 1)
         align += "r" * (len(t.header) - len(align))
-        parts.append(f"{t.title}:\n" + text_table(t.header, t.rows, align, indent="  "))
+        text = f"{t.title}:\n" + text_table(t.header, t.rows, align, indent="  ")
+        parts.append("\n".join([text, *(f"  {n}" for n in t.notes[: t.footnotes])]))
     return "\n\n".join(parts) if parts else "no timed results to summarize"

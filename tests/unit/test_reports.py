@@ -122,7 +122,8 @@ def test_report_md_reads_summary_first_then_contents(rendered: Path) -> None:
     assert heads[:2] == ["Summary", "Contents"] and heads[-1] == "Runs"
     assert heads.index("Cross-DSL performance") < heads.index("Not timed") < heads.index("Runs")
     summary = md.split("## Summary")[1].split("## Contents")[0]
-    assert "| 4096x4096x4096-fp16 | 687 | 705 (102.6 %, " in summary  # headline
+    # headline: from the headline run (bench_small, the run with both finals), not the later tune
+    assert "| 4096x4096x4096-fp16 | 687 | 723 (105.3 %, " in summary
     assert (
         "| 1 tiled | 2.000 | 3.000 |" in summary
         and "| 4 persistent | 0.400 (x1.25) | wrong |" in summary
@@ -331,7 +332,9 @@ def test_readme_block_is_regenerated(ds, tmp_path: Path) -> None:
     text = readme.read_text()
     assert README_START in text and old not in text and "stale numbers" not in text
     assert text.endswith("\n\nrest\n")
-    assert "| 4096x4096x4096-fp16 | 687 TFLOPS | 705 (102.6%, `group=8,raster=m`) |" in text
+    # every cell from the headline run (bench_small: both finals), per clock on the next line
+    assert "| 4096x4096x4096-fp16 | 687 | 723 (105.3 %, 104.2-106.3) | 687 (100.0 %, " in text
+    assert "|   per clock | 429 per GHz | 105.3 % | 100.0 % |" in text
     plain = tmp_path / "PLAIN.md"
     plain.write_text("no markers\n")
     assert not update_readme(ds, plain) and plain.read_text() == "no markers\n"
