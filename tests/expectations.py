@@ -14,6 +14,10 @@ A skip must never turn a broken install into a green run, so three settings deci
     A DSL installed at another version than its pin fails its GPU tests unless this is set; with
     it they run against the installed version and warn.
 
+The same holds for the packages the tests themselves need (torch, matplotlib): under a nox
+session (``GEMM_STUDY_EXPECT_DSL`` set) they were installed, so :func:`require_module` fails
+where one is missing; ``pytest.importorskip`` would turn that broken install into a skip.
+
 ``tests/conftest.py`` prints these settings and every skip reason at the end of the session.
 """
 
@@ -23,6 +27,7 @@ import importlib
 import os
 import warnings
 from collections.abc import Mapping
+from types import ModuleType
 from typing import Literal
 
 import pytest
@@ -35,6 +40,7 @@ __all__ = [
     "kernel_verdict",
     "policy_lines",
     "require_dsl",
+    "require_module",
     "require_runnable",
     "require_tool",
 ]
@@ -89,6 +95,26 @@ def require_dsl(backend: str, module: str, what: str) -> None:
         f"{what} is not installed here (not expected: nox -s 'tests({backend})' installs it)",
         allow_module_level=True,
     )
+
+
+def require_module(module: str, why: str) -> ModuleType:
+    """Import a package the tests need beyond the harness (torch, matplotlib), ``why`` saying
+    what for. Every ``nox -s tests`` session that collects such a test installs it (and sets
+    ``GEMM_STUDY_EXPECT_DSL``), so there a missing one is a broken install and fails; run by
+    hand outside nox, the test skips, naming what did not run. Usable at module level and
+    inside a test."""
+    try:
+        return importlib.import_module(module)
+    except ImportError as e:
+        error = f"{type(e).__name__}: {e}"
+    if expected_dsls():
+        pytest.fail(
+            f"{module} ({why}) does not import in a session that installs it "
+            f"({EXPECT_DSL}={os.environ.get(EXPECT_DSL)}): {error}",
+            pytrace=False,
+        )
+    pytest.skip(f"{module} is not installed here ({why})", allow_module_level=True)
+    raise AssertionError("unreachable")  # pytest.skip raises
 
 
 def require_tool(name: str, path: str | None, needed_for: str) -> str:

@@ -18,10 +18,12 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("torch")
 if os.environ.get("GEMM_STUDY_EXPECT_RAY") == "1":
-    import ray  # the session installs the [cluster] extra: a missing Ray is a failure
+    # the session installs the [cluster] extra and the CPU torch: either missing is a failure
+    import ray
+    import torch  # noqa: F401
 else:
+    pytest.importorskip("torch")
     ray = pytest.importorskip("ray", reason="Ray is not installed (the [cluster] extra)")
 
 from conftest import FAKEGPU_SRC, PLUGIN_SRC, ROOT, make_plugin_site

@@ -9,13 +9,14 @@ the N % 8 != 0 variant (direct stores instead of the TMA store) is exact too.
 from __future__ import annotations
 
 import pytest
-from expectations import require_dsl
+from expectations import require_dsl, require_module
 
 from backends.cutedsl import kernels
 from harness.protocol import Problem
 
+torch = require_module("torch", "the GPU tests")
+
 require_dsl("cutedsl", "cutlass", "CuTeDSL (nvidia-cutlass-dsl)")
-torch = pytest.importorskip("torch")
 
 pytestmark = pytest.mark.gpu
 if not torch.cuda.is_available() or torch.cuda.get_device_capability() != (9, 0):

@@ -7,13 +7,15 @@ import sys
 from pathlib import Path
 
 import pytest
+from expectations import require_module
 
 from harness.protocol import KernelSpec, Problem, Rung
 from harness.records import Status
 from harness.registry import discover
 from harness.runner import Runner, RunSettings
 
-torch = pytest.importorskip("torch")
+torch = require_module("torch", "the GPU tests")
+
 if not torch.cuda.is_available():
     pytest.skip("no CUDA GPU", allow_module_level=True)
 pytest.importorskip("cuda.bindings", reason="cuda-bindings (comes with CUDA torch) missing")

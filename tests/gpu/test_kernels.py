@@ -16,7 +16,7 @@ installed version (``tests/expectations.py``). A kernel that does not load fails
 from __future__ import annotations
 
 import pytest
-from expectations import require_runnable
+from expectations import require_module, require_runnable
 
 from harness.problems import expand
 from harness.protocol import KernelSpec, Rung
@@ -24,7 +24,8 @@ from harness.records import Status
 from harness.registry import discover
 from harness.runner import Runner, RunSettings
 
-torch = pytest.importorskip("torch")
+torch = require_module("torch", "the GPU tests")
+
 if not torch.cuda.is_available():
     pytest.skip("no CUDA GPU", allow_module_level=True)
 

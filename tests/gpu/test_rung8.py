@@ -9,7 +9,7 @@ Through the harness's isolated runner (check only), like ``test_kernels.py``.
 from __future__ import annotations
 
 import pytest
-from expectations import require_runnable
+from expectations import require_module, require_runnable
 
 from harness.gemm import Problem
 from harness.problems import expand
@@ -19,7 +19,8 @@ from harness.registry import discover
 from harness.runner import Runner, RunSettings
 from harness.tile_cost import GemmConfig
 
-torch = pytest.importorskip("torch")
+torch = require_module("torch", "the GPU tests")
+
 if not torch.cuda.is_available():
     pytest.skip("no CUDA GPU", allow_module_level=True)
 

@@ -3,11 +3,12 @@ from __future__ import annotations
 import math
 
 import pytest
+from expectations import require_module
 
-torch = pytest.importorskip("torch")
+from harness.check import check_kernel, compare, tolerances, validate_operands
+from harness.protocol import Problem
 
-from harness.check import check_kernel, compare, tolerances, validate_operands  # noqa: E402
-from harness.protocol import Problem  # noqa: E402
+torch = require_module("torch", "the checks compare tensors")
 
 
 def _ok(a, b, out):

@@ -12,11 +12,12 @@ from pathlib import Path
 
 import pytest
 from conftest import run_harness
-
-pytest.importorskip("torch")
+from expectations import require_module
 
 from harness.records import Status
 from harness.results import load
+
+require_module("torch", "the workers run the toy plugin's kernels")
 
 ROOT = Path(__file__).resolve().parents[2]
 FAST = ["--warmup", "0.05", "--min-samples", "20", "--min-time", "0.02", "--rounds", "2"]

@@ -3,6 +3,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from expectations import require_module
 
 from harness import codegen, toolchain
 from harness.codegen import count_loc, ptx_features
@@ -85,7 +86,7 @@ def test_count_loc_skips_docstrings_comments_and_blanks() -> None:
 
 @pytest.mark.usefixtures("plugin_on_path")
 def test_codegen_records_for_plugin_kernels() -> None:
-    pytest.importorskip("torch")  # the toy plugin's kernels declare it
+    require_module("torch", "the toy plugin's kernels declare it")
     from harness.protocol import Problem
     from harness.registry import discover
 
@@ -101,7 +102,7 @@ def test_codegen_records_for_plugin_kernels() -> None:
 
 @pytest.mark.usefixtures("plugin_on_path")
 def test_codegen_records_the_config_it_compiled() -> None:
-    pytest.importorskip("torch")
+    require_module("torch", "the toy plugin's kernels declare it")
     from harness.protocol import Problem
     from harness.registry import discover
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from expectations import require_module
 
 from harness.gemm import Problem
 from harness.protocol import Rung
@@ -99,7 +100,7 @@ def test_compare_cli_and_its_errors(runs, capsys: pytest.CaptureFixture[str]) ->
 
 
 def test_rendering_prints_the_summary(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    pytest.importorskip("matplotlib")
+    require_module("matplotlib", "the report renders figures")
     assert main([str(ROOT / "tests" / "fixtures"), "--out", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert out.startswith("Final kernel of each DSL vs cuBLAS:\n")

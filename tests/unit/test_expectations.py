@@ -18,6 +18,7 @@ from expectations import (
     expected_dsls,
     kernel_verdict,
     policy_lines,
+    require_module,
     require_tool,
     toolchain_required,
 )
@@ -144,3 +145,16 @@ def test_a_dsl_missing_one_of_its_own_imports_fails(tmp_path: Path) -> None:
     assert "surely_missing_dependency_of_tilus" in failed.stdout
     skipped = _pytest("tests/compile/test_tilus.py", env=env)
     assert skipped.returncode in (0, 5) and "1 skipped" in skipped.stdout, skipped.stdout
+
+
+def test_a_test_dependency_missing_in_a_nox_session_fails(monkeypatch: pytest.MonkeyPatch) -> None:
+    """torch or matplotlib missing where a nox session installed them is a broken install (a
+    failure); run by hand outside nox it is a skip that names what did not run."""
+    missing = "surely_not_an_installed_test_dependency"
+    monkeypatch.setenv(EXPECT_DSL, "cublas")
+    with pytest.raises(pytest.fail.Exception, match="does not import in a session that"):
+        require_module(missing, "the checks compare tensors")
+    monkeypatch.delenv(EXPECT_DSL)
+    with pytest.raises(pytest.skip.Exception, match="not installed here"):
+        require_module(missing, "the checks compare tensors")
+    assert require_module("json", "present").dumps([]) == "[]"

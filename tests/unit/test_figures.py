@@ -10,9 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
-pytest.importorskip("matplotlib")
-
+from expectations import require_module
 from figure_text import drawn_texts, text_problems
 
 from harness.gemm import Problem
@@ -27,6 +25,8 @@ from reports.figures.common import DPI
 from reports.figures.cross_dsl import figure_cross_dsl
 from reports.figures.ksweep import figure_ksweep
 from reports.render import render_report
+
+require_module("matplotlib", "the figures")
 
 ROOT = Path(__file__).resolve().parents[2]
 SOURCES = {

@@ -19,11 +19,12 @@ from pathlib import Path
 
 import pytest
 from conftest import run_harness
-
-pytest.importorskip("torch")
+from expectations import require_module
 
 from harness.records import BenchRecord, Status
 from harness.results import Document, load
+
+require_module("torch", "the fake GPUs' workers import it")
 
 ROOT = Path(__file__).resolve().parents[2]
 FAST = ["--warmup", "0.05", "--min-samples", "20", "--min-time", "0.02", "--rounds", "2"]

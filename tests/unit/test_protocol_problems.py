@@ -3,6 +3,7 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
+from expectations import require_module
 
 from harness.problems import SUITES, expand
 from harness.protocol import Kernel, KernelSpec, Problem, Rung
@@ -110,7 +111,7 @@ def test_pins_are_checked_against_installed_versions() -> None:
 
 
 def test_tma_launch_pads_d_only_for_unaligned_rows_and_warms_up() -> None:
-    torch = pytest.importorskip("torch")
+    torch = require_module("torch", "tensors of a problem")
     from harness.protocol import tma_launch
 
     seen: list[tuple[int, int]] = []

@@ -12,8 +12,8 @@ import re
 import subprocess
 from pathlib import Path
 
-import pytest
 from conftest import run_harness
+from expectations import require_module
 
 from harness.records import Status
 from harness.results import load
@@ -37,7 +37,7 @@ def _write_plugin(dest: Path) -> Path:
 
 
 def test_readme_plugin_runs_as_written(tmp_path: Path, plugin_site_maker) -> None:
-    pytest.importorskip("torch")
+    require_module("torch", "the README's plugin runs on CPU tensors")
     project = _write_plugin(tmp_path)
     site = plugin_site_maker(tmp_path / "site", project)
     env = dict(os.environ)

@@ -22,8 +22,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-
-pytest.importorskip("matplotlib")
+from expectations import require_module
 
 from harness.gemm import Problem
 from harness.problems import suite_shapes
@@ -41,6 +40,8 @@ from reports.markdown import anchor, sweep_lines, tuning_lines
 from reports.promote import PromoteError, promote
 from reports.readme import README_END, README_START, update_readme
 from reports.render import render_report
+
+require_module("matplotlib", "the report renders figures")
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures"

@@ -11,13 +11,14 @@ import importlib
 from typing import Any
 
 import pytest
-
-pytest.importorskip("torch")
+from expectations import require_module
 
 from harness.check import check_kernel
 from harness.protocol import Problem
 from harness.timing import TimerSettings, time_launches
 from harness.worker import _measure, _State
+
+require_module("torch", "the re-check compares tensors")
 
 PROBLEM = Problem(100, 72, 40)
 FAST = TimerSettings(warmup_s=0.01, min_samples=5, min_time_s=0.001, rounds=1)
