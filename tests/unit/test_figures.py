@@ -12,10 +12,9 @@ from pathlib import Path
 import pytest
 from expectations import require_module
 from figure_text import drawn_texts, text_problems
+from records import bench_record
 
 from harness.gemm import Problem
-from harness.protocol import Rung
-from harness.records import BenchRecord, Stats, Status
 from harness.results import ResultsWriter
 from reports import markdown, render
 from reports.data import chain_problem, load_dataset
@@ -73,23 +72,6 @@ def test_the_text_check_catches_overprint_and_clipping() -> None:
 
 
 # ------------------------------------------------------------------------------- what they show
-def _rec(backend: str, rung: int, p: Problem, ms: float, **kw) -> BenchRecord:
-    name = "torch_matmul" if rung == 0 else f"r{rung}_{Rung(rung).label}"
-    t = Stats(n=9, median_ms=ms, p20_ms=ms * 0.99, p80_ms=ms * 1.01, mean_ms=ms,
-              min_ms=ms * 0.98, cv=0.01)  # fmt: skip
-    return BenchRecord(
-        kernel=f"{backend}/{name}" if rung == 0 else f"{backend}/sm90/{name}",
-        backend=backend,
-        name=name,
-        rung=rung,
-        rung_name=Rung(rung).label,
-        arch="any" if rung == 0 else "sm_90a",
-        problem=p,
-        timing=t,
-        tflops=p.flops / (ms * 1e-3) / 1e12,
-        status=kw.pop("status", Status.OK),
-        **kw,
-    )
 
 
 def _run(path: Path, shapes: dict[Problem, float], chain: dict[int, float] | None = None):
@@ -97,10 +79,10 @@ def _run(path: Path, shapes: dict[Problem, float], chain: dict[int, float] | Non
     chain at 4096^3 (rung -> ms)."""
     w = ResultsWriter(path, "bench", {"gpu": "x"})
     for p, ms in shapes.items():
-        w.add(_rec("cublas", 0, p, ms))
-        w.add(_rec("kappa", 7, p, ms * 1.05))
+        w.add(bench_record("cublas", 0, p, ms))
+        w.add(bench_record("kappa", 7, p, ms * 1.05))
     for rung, ms in (chain or {}).items():
-        w.add(_rec("kappa", rung, Problem(4096, 4096, 4096), ms))
+        w.add(bench_record("kappa", rung, Problem(4096, 4096, 4096), ms))
     w.finish()
     return load_dataset([path])
 

@@ -23,10 +23,10 @@ from pathlib import Path
 
 import pytest
 from expectations import require_module
+from records import bench_record
 
 from harness.gemm import Problem
 from harness.problems import suite_shapes
-from harness.protocol import Rung
 from harness.records import BenchRecord, Stats, Status
 from harness.results import ResultsWriter, load
 from reports.cli import main
@@ -417,27 +417,6 @@ SWEEP = {
 P8192 = Problem(8192, 8192, 8192)
 
 
-def _rec(backend: str, rung: int, p: Problem, ms: float | None, **kw) -> BenchRecord:
-    name = "torch_matmul" if rung == 0 else f"r{rung}_{Rung(rung).label}"
-    timing = None
-    if ms is not None:
-        timing = Stats(n=9, median_ms=ms, p20_ms=ms * 0.99, p80_ms=ms * 1.01, mean_ms=ms,
-                       min_ms=ms * 0.98, cv=0.01)  # fmt: skip
-    return BenchRecord(
-        kernel=f"{backend}/{name}" if rung == 0 else f"{backend}/sm90/{name}",
-        backend=backend,
-        name=name,
-        rung=rung,
-        rung_name=Rung(rung).label,
-        arch="any" if rung == 0 else "sm_90a",
-        problem=p,
-        timing=timing,
-        tflops=p.flops / (ms * 1e-3) / 1e12 if ms else None,
-        status=kw.pop("status", Status.OK),
-        **kw,
-    )
-
-
 def _sweep_dataset(tmp_path: Path, sweep: bool = True):
     """One run: cuBLAS, gamma's rungs 7 and 8 (rung 8 with a config per shape) and delta's rung
     7 on :data:`SWEEP` (``sweep=False``: only 4096^3), plus rungs 7 and 8 at 4096^3."""
@@ -445,14 +424,14 @@ def _sweep_dataset(tmp_path: Path, sweep: bool = True):
     shapes = dict(SWEEP) if sweep else {}
     shapes[P4096] = (0.2, 98.0, 100.0)
     for p, (cub, r7, r8) in shapes.items():
-        w.add(_rec("cublas", 0, p, cub))
-        w.add(_rec("gamma", 7, p, cub * 100 / r7))
+        w.add(bench_record("cublas", 0, p, cub))
+        w.add(bench_record("gamma", 7, p, cub * 100 / r7))
         if r8 is None:
-            w.add(_rec("gamma", 8, p, None, status=Status.WRONG, config=f"tile{p.m}",
+            w.add(bench_record("gamma", 8, p, None, status=Status.WRONG, config=f"tile{p.m}",
                        selected=True))  # fmt: skip
         else:
-            w.add(_rec("gamma", 8, p, cub * 100 / r8, config=f"tile{p.m}", selected=True))
-        w.add(_rec("delta", 7, p, cub * 100 / (r7 * 0.9)))
+            w.add(bench_record("gamma", 8, p, cub * 100 / r8, config=f"tile{p.m}", selected=True))
+        w.add(bench_record("delta", 7, p, cub * 100 / (r7 * 0.9)))
     w.finish()
     return load_dataset([tmp_path / "sweep.json"])
 
@@ -533,8 +512,8 @@ def test_held_out_suites_get_their_own_panels(tmp_path: Path) -> None:
     )
     for i, (m, n, k) in enumerate(shapes):
         p = Problem(m, n, k)
-        w.add(_rec("cublas", 0, p, 0.1))
-        w.add(_rec("gamma", 8, p, 0.1 * 100 / (90 + i), config="t", selected=True))
+        w.add(bench_record("cublas", 0, p, 0.1))
+        w.add(bench_record("gamma", 8, p, 0.1 * 100 / (90 + i), config="t", selected=True))
     w.finish()
     ds = load_dataset([tmp_path / "held.json"])
     fig = figure_sweep(ds)
