@@ -46,6 +46,7 @@ __all__ = [
     "heuristic_allows",
     "ranked",
     "swap_cover",
+    "swap_fits",
 ]
 
 
@@ -203,6 +204,22 @@ HOPPER_TILE_EFFICIENCY: Mapping[tuple[int, int], float] = {
 }
 
 
+def _interpolated(table: Mapping[tuple[int, int], float], tm: int, tn: int) -> float:
+    """A tile's efficiency from ``table``: its own entry, else linear in the width between
+    the nearest entries of the same row count (the nearest one beyond the table's ends)."""
+    if (tm, tn) in table:
+        return table[(tm, tn)]
+    widths = sorted(c for r, c in table if r == tm)
+    if not widths:
+        raise KeyError(f"no tile efficiency for {tm}-row tiles")
+    lo = max((w for w in widths if w < tn), default=None)
+    hi = min((w for w in widths if w > tn), default=None)
+    if lo is None or hi is None:
+        return table[(tm, lo if hi is None else hi)]
+    t = (tn - lo) / (hi - lo)
+    return (1 - t) * table[(tm, lo)] + t * table[(tm, hi)]
+
+
 @dataclass(frozen=True)
 class TileCostModel:
     """A config's time as a roofline of three terms plus overheads:
@@ -231,6 +248,9 @@ class TileCostModel:
     unit_s: float = 2.28e-6
     overlap_loss: float = 0.411
     cluster2_gain: float = 1.0
+    #: MMA rate of a swapped tile wider than the narrow covers (M on the wgmma N side, D
+    #: stored transposed) relative to the same tile unswapped.
+    swap_gain: float = 1.0
     efficiency: Mapping[tuple[int, int], float] = field(
         default_factory=lambda: dict(HOPPER_TILE_EFFICIENCY)
     )
@@ -262,7 +282,9 @@ class TileCostModel:
             if s > 1:
                 workspace = s * m * n * 4
                 reduce = self.reduce_launch_s + 2 * workspace / self.hbm_bytes_per_s
-        eff = self.efficiency[(tm, tn)] * (self.cluster2_gain if config.cluster == 2 else 1.0)
+        eff = self.tile_efficiency(tm, tn)
+        eff *= self.cluster2_gain if config.cluster == 2 else 1.0
+        eff *= self.swap_gain if config.swap_ab and tn > max(NARROW) else 1.0
         mma = steps * 2 * tm * tn * block_k / (eff * self.peak_flops / self.num_sms)
         row_tiles, col_tiles = cdiv(rows, tm), cdiv(cols, tn)
         cold = (tm / col_tiles + tn / row_tiles) * block_k * elem
@@ -287,6 +309,11 @@ class TileCostModel:
         programs = self.num_sms // config.cluster
         per_program = cdiv(config.tiles(problem) * config.split_k, programs)
         return per_program * cdiv(k_tiles, config.split_k) / k_tiles
+
+    def tile_efficiency(self, tile_m: int, tile_n: int) -> float:
+        """The tile's fraction of peak MMA rate: its fitted entry, or interpolated in the
+        width between its fitted neighbours (a tile no tuning run timed yet)."""
+        return _interpolated(self.efficiency, tile_m, tile_n)
 
     # -- fitting ------------------------------------------------------------------------------
     def with_params(self, params: Mapping[str, float]) -> TileCostModel:
@@ -318,6 +345,7 @@ _FITTED = (
     "unit_s",
     "overlap_loss",
     "cluster2_gain",
+    "swap_gain",
 )
 
 #: The machine the rung-8 heuristics count against (the launch itself uses the real SM count).
@@ -379,12 +407,31 @@ def swap_cover(problem: Problem) -> int | None:
     return next(w for w in NARROW if w >= problem.m)
 
 
+#: A wide swapped tile's width: M's share of its column tiles, rounded up to this.
+SWAP_ALIGN = 16
+#: The most column tiles a wide swapped config splits M into (beyond, M is no short side).
+MAX_SWAP_COLUMNS = 8
+
+
+def swap_fits(problem: Problem, tile_n: int) -> bool:
+    """A swapped tile wider than ``NARROW`` fits ``problem`` when M (> 64, shorter than N) is
+    its short side and the width is M's share of the column tiles it takes, rounded up to
+    ``SWAP_ALIGN``: 338 rows as 2 x 176, not 3 x 128 or 2 x 192 (padding is MMA work)."""
+    m = problem.m
+    if not max(NARROW) < m < problem.n or tile_n <= max(NARROW):
+        return False
+    columns = cdiv(m, tile_n)
+    share = cdiv(m, columns)
+    return columns <= MAX_SWAP_COLUMNS and tile_n == cdiv(share, SWAP_ALIGN) * SWAP_ALIGN
+
+
 def heuristic_allows(problem: Problem, config: GemmConfig, block_k: int = 64) -> bool:
     """The structural rules every rung-8 heuristic applies before the cost model ranks:
 
-    * swap-AB only when M <= 64 < N, with the narrowest width covering M, and always at
-      M <= 16 (the model weighs swapped against unswapped tiles for M in 17..64: at
-      36x18432x16384 an unswapped 64x256 tile ran 109 % of cuBLAS, the swapped cover 84 %);
+    * swap-AB when M <= 64 < N with the narrowest width covering M, and always at M <= 16
+      (the model weighs swapped against unswapped tiles for M in 17..64: at 36x18432x16384
+      an unswapped 64x256 tile ran 109 % of cuBLAS, the swapped cover 84 %); for a longer M
+      (64 < M < N), a wide swapped tile only where it fits M tightly (:func:`swap_fits`);
     * unswapped, a tile narrower than 64 only as the narrowest that covers N (elsewhere it
       reloads the long operand for too little MMA work);
     * a K split keeps at least ``MIN_K_PER_SPLIT`` of K;
@@ -395,8 +442,10 @@ def heuristic_allows(problem: Problem, config: GemmConfig, block_k: int = 64) ->
     cover = swap_cover(problem)
     if config.raster != "m":
         return False
-    if config.swap_ab and config.tile_n != cover:
-        return False  # also refuses swap-AB where it does not pay (no cover)
+    if config.swap_ab and config.tile_n <= max(NARROW) and config.tile_n != cover:
+        return False  # also refuses a narrow swap where it does not pay (no cover)
+    if config.swap_ab and config.tile_n > max(NARROW) and not swap_fits(problem, config.tile_n):
+        return False
     if not config.swap_ab and cover is not None and problem.m <= 16:
         return False  # unswapped, 48 or more of a 64-row tile's rows would be padding
     if not config.swap_ab and config.tile_n < 64:
@@ -444,7 +493,8 @@ def fit(
     used = {(s.config.tile_m, s.config.tile_n) for s in samples}
     names = [n for n in base.params() if not n.startswith("eff:")]
     names += [f"eff:{r}x{c}" for r, c in sorted(used)]
-    model = base
+    # A tile timed for the first time starts from its interpolated efficiency.
+    model = base.with_params({f"eff:{r}x{c}": base.tile_efficiency(r, c) for r, c in used})
     best = _loss(model, samples, block_k)
     step = 0.5  # log-scale step, halved each round
     for _ in range(rounds):
@@ -456,6 +506,8 @@ def fit(
                     trial_value = value * factor
                     if name.startswith("eff:") or name == "overlap_loss":
                         trial_value = min(trial_value, 1.0)
+                    if name == "swap_gain":
+                        trial_value = min(max(trial_value, 0.7), 1.1)
                     if name == "cluster2_gain":
                         # A multicast pair halves B's L2 traffic and adds no MMA work: the
                         # fit may not make it a penalty (timings of c1 and c2 within noise

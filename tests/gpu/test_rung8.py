@@ -87,3 +87,41 @@ def test_stream_k_and_new_tiles_are_correct(spec: KernelSpec) -> None:
         if "stream_k=1" in name.split(","):
             with_tail = [p for p in ok if _tail(p, name)]
             assert len(with_tail) >= 4, f"{name}: only {len(with_tail)} problems with a tail ran"
+
+
+#: Mid-size M for the wide swapped tiles: ragged M, N and K, one to four column tiles of M.
+MID_M = ["77x3000x512", "100x4104x2048", "338x8192x1000", "555x5000x1032", "1000x4096x4096"]
+
+
+def _wide_swaps(menu: list[str]) -> list[str]:
+    """The wide swapped configs at three widths (the narrowest, one not a power of two, the
+    widest), every cluster and split the menu pairs them with."""
+    out = []
+    for name in menu:
+        values = dict(kv.split("=") for kv in name.split(","))
+        if values["swap_ab"] == "1" and int(values["tile_n"]) in (80, 176, 256):
+            out.append(name)
+    return out
+
+
+@pytest.mark.parametrize("spec", SPECS, ids=[s.id for s in SPECS])
+def test_wide_swapped_tiles_are_correct(spec: KernelSpec) -> None:
+    require_runnable(spec, CAP)
+    with Runner([spec], RunSettings(measure=False, timeout_s=300)) as runner:
+        menu = runner.menus()[spec.id]
+    assert isinstance(menu, list), f"{spec.id} failed to load or declares no configs: {menu}"
+    names = _wide_swaps(menu)
+    if not names:
+        pytest.skip(f"{spec.id} has no wide swapped tiles")
+    problems = expand(["ragged", *MID_M], ["fp16", "bf16"])
+    settings = RunSettings(measure=False, timeout_s=300, configs=tuple(names))
+    with Runner([spec], settings) as runner:
+        records = list(runner.run(problems))
+    bad = [
+        f"{r.problem_key} [{r.config}]: {r.status.value}: {r.reason}"
+        for r in records
+        if r.status not in (Status.OK, Status.UNSUPPORTED)
+    ]
+    assert not bad, "\n".join(bad)
+    for name in names:
+        assert [r for r in records if r.config == name and r.status == Status.OK], name

@@ -174,10 +174,15 @@ STREAM_K_TILES = (
 )
 
 
+#: Widths of the wide swapped tiles (``harness.tile_cost.swap_fits``: M's share, rounded to 16).
+SWAP_WIDE = tuple(range(80, 257, 16))
+
+
 def _menu() -> tuple[R8Config, ...]:
     """The curated menu: rung 7's family, then smaller tiles (cluster, grid and split
     variants), the 160- and 192-wide tiles, the swap-AB family for small M (16, 32 or 64
-    columns: the narrowest that covers M), then stream-K. Every heuristic choice is on it."""
+    columns: the narrowest that covers M) and for mid-size M (80 to 256 columns in steps of
+    16), then stream-K. Every heuristic choice is on it."""
     menu = [
         R8Config(128, 256, 2, raster=raster, group=group, epilogue=epilogue)
         for group in (4, 8, 16)
@@ -203,6 +208,11 @@ def _menu() -> tuple[R8Config, ...]:
                 R8Config(tm, tn, 1, swap_ab=True, split_k=s, epilogue="serial")
                 for s in (1, 2, 4, 8)
             ]
+    # Wide swapped tiles for a mid-size M (65 .. 1024): M on the wgmma N side, whose width
+    # steps by 16, so M's share of one to four column tiles is covered within 15 rows.
+    for tn in SWAP_WIDE:
+        menu += [R8Config(128, tn, c, swap_ab=True, epilogue="serial") for c in (1, 2)]
+        menu.append(R8Config(128, tn, 1, swap_ab=True, split_k=2, epilogue="serial"))
     # Stream-K's D epilogue is the serial one: its tail partials leave from registers.
     menu += [
         R8Config(tm, tn, cluster, stream_k=True, epilogue="serial")
@@ -277,6 +287,14 @@ HEURISTIC_CLUSTERS: dict[tuple[int, int], tuple[int, ...]] = {
 }
 
 
+def _heuristic_clusters(c: R8Config) -> tuple[int, ...]:
+    """The clusters the heuristic may pick for ``c``'s tile: a wide swapped tile either (its
+    pair shares the M-side operand), the others per ``HEURISTIC_CLUSTERS``."""
+    if c.swap_ab and c.tile_n in SWAP_WIDE:
+        return (1, 2)
+    return HEURISTIC_CLUSTERS.get((c.tile_m, c.tile_n), (1,))
+
+
 def _variant(problem: Problem, c: R8Config) -> bool:
     """``c`` changes what the cost model cannot see: raster, group, a non-persistent grid or
     another epilogue than the kernel's default for the problem (overlap wherever D allows the
@@ -288,30 +306,40 @@ def _variant(problem: Problem, c: R8Config) -> bool:
 
 #: The shared cost model with this kernel family's constants: ``python -m harness fit-cost
 #: reports/results --backend cutedsl`` (the H200 tuning runs there: the sweep grid's and
-#: ``tune-r8-random101-cutedsl-h200-20261124``; README, "Cost model"). Untimed tiles keep HOPPER's.
+#: ``tune-r8-random10{1,2,3}-cutedsl-h200-2026112*``; README, "Cost model"). A tile no run
+#: timed takes its neighbours' efficiency (``TileCostModel.tile_efficiency``).
 COST = HOPPER.with_params(
     {
         "hbm_bytes_per_s": 6.16e12,
-        "sm_stream_bytes_per_s": 2.33e11,
-        "sm_store_bytes_per_s": 1.127e11,
-        "reduce_launch_s": 5.55e-06,
-        "launch_s": 3.189e-06,
-        "unit_s": 2.624e-06,
-        "overlap_loss": 0.4175,
+        "sm_stream_bytes_per_s": 2.404e11,
+        "sm_store_bytes_per_s": 3.062e11,
+        "reduce_launch_s": 4.898e-06,
+        "launch_s": 3.448e-06,
+        "unit_s": 2.316e-06,
+        "overlap_loss": 0.4585,
         "cluster2_gain": 1.016,
-        "eff:64x16": 0.1937,
-        "eff:64x32": 0.2815,
-        "eff:64x64": 0.3961,
-        "eff:64x128": 0.552,
-        "eff:64x160": 0.537,
-        "eff:64x256": 0.6125,
-        "eff:128x16": 0.2097,
-        "eff:128x32": 0.2986,
-        "eff:128x64": 0.5072,
-        "eff:128x128": 0.7121,
-        "eff:128x160": 0.7281,
-        "eff:128x192": 0.713,
-        "eff:128x256": 0.7318,
+        "swap_gain": 0.9542,
+        "eff:64x16": 0.203,
+        "eff:64x32": 0.2859,
+        "eff:64x64": 0.4023,
+        "eff:64x128": 0.5696,
+        "eff:64x160": 0.5455,
+        "eff:64x256": 0.6222,
+        "eff:128x16": 0.2197,
+        "eff:128x32": 0.3179,
+        "eff:128x64": 0.5151,
+        "eff:128x80": 0.5616,
+        "eff:128x96": 0.7109,
+        "eff:128x112": 0.7078,
+        "eff:128x128": 0.701,
+        "eff:128x144": 0.7257,
+        "eff:128x160": 0.7057,
+        "eff:128x176": 0.6822,
+        "eff:128x192": 0.702,
+        "eff:128x208": 0.701,
+        "eff:128x224": 0.7001,
+        "eff:128x240": 0.6883,
+        "eff:128x256": 0.7204,
     }
 )
 
@@ -333,7 +361,7 @@ def _heuristic(problem: Problem) -> R8Config:
         return (
             not _variant(problem, c)
             and heuristic_allows(problem, c, BLOCK_K)
-            and c.cluster in HEURISTIC_CLUSTERS.get((c.tile_m, c.tile_n), (1,))
+            and c.cluster in _heuristic_clusters(c)
         )
 
     return cheapest(problem, MENU, _valid, allowed, block_k=BLOCK_K, model=COST)

@@ -669,26 +669,27 @@ def _valid(problem: Problem, config: R8Config) -> str | None:
 
 #: The shared cost model with this kernel family's constants: ``python -m harness fit-cost
 #: reports/results --backend gluon`` (the H200 tuning runs there: the sweep grid's and
-#: ``tune-r8-random101-gluon-h200-20261124``; README, "Cost model"). Untimed tiles keep HOPPER's.
+#: ``tune-r8-random10{1,2,3}-gluon-h200-2026112*``; README, "Cost model"). A tile no run
+#: timed takes its neighbours' efficiency (``TileCostModel.tile_efficiency``).
 COST = HOPPER.with_params(
     {
-        "hbm_bytes_per_s": 5.878e12,
-        "sm_stream_bytes_per_s": 1.815e11,
-        "sm_store_bytes_per_s": 1.634e17,
-        "reduce_launch_s": 4.53e-06,
-        "launch_s": 4.291e-06,
-        "unit_s": 1.981e-06,
+        "hbm_bytes_per_s": 5.97e12,
+        "sm_stream_bytes_per_s": 1.602e11,
+        "sm_store_bytes_per_s": 2.098e17,
+        "reduce_launch_s": 4.747e-06,
+        "launch_s": 4.358e-06,
+        "unit_s": 1.449e-06,
         "overlap_loss": 0.411,
         "cluster2_gain": 1,
-        "eff:64x16": 0.1998,
-        "eff:64x32": 0.2904,
-        "eff:64x64": 0.4419,
-        "eff:64x128": 0.7429,
+        "eff:64x16": 0.1848,
+        "eff:64x32": 0.2728,
+        "eff:64x64": 0.4216,
+        "eff:64x128": 0.6978,
         "eff:64x256": 0.705,
-        "eff:128x16": 0.2376,
+        "eff:128x16": 0.2163,
         "eff:128x32": 0.328,
-        "eff:128x64": 0.5658,
-        "eff:128x128": 0.7462,
+        "eff:128x64": 0.557,
+        "eff:128x128": 0.7347,
         "eff:128x256": 0.7433,
     }
 )
