@@ -17,7 +17,7 @@ from expectations import require_dsl, require_tool
 
 from backends.cutedsl import kernels
 from harness.protocol import Problem, Rung
-from harness.tile_cost import HOPPER
+from harness.tile_cost import HOPPER, swap_fits
 from harness.toolchain import find_ptxas, run_ptxas
 
 require_dsl("cutedsl", "cutlass", "CuTeDSL (nvidia-cutlass-dsl)")
@@ -229,51 +229,67 @@ R8_PATHS = {
         (_TMA_STORE, _MULTICAST),
         1,
     ),
+    # mid-size M: a wide swapped tile (M on the wgmma N side, 176 of it) in a multicast pair
+    "swap_wide_cluster2": (
+        Problem(338, 8192, 8192, "fp16"),
+        "",
+        ("wgmma.mma_async.sync.aligned.m64n176k16", _TMA_LOAD, _MULTICAST, "st.global.b16"),
+        (_TMA_STORE,),
+        1,
+    ),
+    # a group whose padding would add a round of tiles: the same tile, ungrouped
+    "ungrouped_128x256": (
+        Problem(668, 5120, 14336, "fp16"),
+        "tile_m=128,tile_n=256,cluster=1,swap_ab=0,stream_k=0,group=1,epilogue=overlap",
+        ("wgmma.mma_async.sync.aligned.m64n256k16", _TMA_LOAD, _TMA_STORE),
+        (_MULTICAST,),
+        1,
+    ),
     "split_k": (
         Problem(256, 256, 16384, "fp16"),
-        "tile_m=128,tile_n=128,split_k=4",
+        "tile_m=128,tile_n=128,split_k=4,swap_ab=0,group=8",
         ("wgmma.mma_async.sync.aligned.m64n128k16", "st.global.b32", "ld.global.b32"),
         (_TMA_STORE, _MULTICAST),
         2,
     ),
     "tile_64x64_cluster2": (
         Problem(128, 6144, 4096, "fp16"),
-        "tile_m=64,tile_n=64,cluster=2",
+        "tile_m=64,tile_n=64,cluster=2,swap_ab=0,group=8",
         ("wgmma.mma_async.sync.aligned.m64n64k16", _TMA_STORE, _MULTICAST, "setmaxnreg.inc"),
         (),
         1,
     ),
     "tile_64x256_cluster1": (
         Problem(4096, 4096, 4096, "fp16"),
-        "tile_m=64,tile_n=256,cluster=1",
+        "tile_m=64,tile_n=256,cluster=1,swap_ab=0,group=8",
         ("wgmma.mma_async.sync.aligned.m64n256k16", _TMA_STORE, _TMA_LOAD),
         (_MULTICAST,),
         1,
     ),
     "tile_128x128_cluster2": (
         Problem(4096, 4096, 4096, "fp16"),
-        "tile_m=128,tile_n=128,epilogue=serial",
+        "tile_m=128,tile_n=128,epilogue=serial,swap_ab=0,group=8",
         ("wgmma.mma_async.sync.aligned.m64n128k16", _TMA_STORE, _MULTICAST),
         (),
         1,
     ),
     "tile_128x64_non_persistent": (
         Problem(1024, 1024, 1024, "fp16"),
-        "tile_m=128,tile_n=64,cluster=1,persistent=0,epilogue=serial",
+        "tile_m=128,tile_n=64,cluster=1,persistent=0,epilogue=serial,swap_ab=0,group=8",
         ("wgmma.mma_async.sync.aligned.m64n64k16", _TMA_STORE),
         (_MULTICAST,),
         1,
     ),
     "tile_128x160_cluster2": (
         Problem(1024, 10240, 8192, "fp16"),
-        "tile_m=128,tile_n=160,cluster=2",
+        "tile_m=128,tile_n=160,cluster=2,swap_ab=0,group=8",
         ("wgmma.mma_async.sync.aligned.m64n160k16", _TMA_STORE, _MULTICAST),
         (),
         1,
     ),
     "tile_64x160_split2": (
         Problem(128, 10240, 8192, "fp16"),
-        "tile_m=64,tile_n=160,cluster=1,split_k=2,epilogue=serial",
+        "tile_m=64,tile_n=160,cluster=1,split_k=2,epilogue=serial,swap_ab=0,group=8",
         ("wgmma.mma_async.sync.aligned.m64n160k16", "st.global.b32", "ld.global.b32"),
         (_TMA_STORE, _MULTICAST),
         2,
@@ -287,7 +303,7 @@ R8_PATHS = {
     ),
     "tile_128x192_cluster2": (
         Problem(3000, 5000, 1000, "fp16"),
-        "tile_m=128,tile_n=192,cluster=2",
+        "tile_m=128,tile_n=192,cluster=2,swap_ab=0,group=8",
         ("wgmma.mma_async.sync.aligned.m64n192k16", _TMA_STORE, _MULTICAST),
         (),
         1,
@@ -296,14 +312,14 @@ R8_PATHS = {
     # partial loads
     "stream_k": (
         Problem(300, 7168, 16384, "fp16"),
-        "tile_m=64,tile_n=256,cluster=1,stream_k=1,epilogue=serial",
+        "tile_m=64,tile_n=256,cluster=1,stream_k=1,epilogue=serial,swap_ab=0,group=8",
         ("wgmma.mma_async.sync.aligned.m64n256k16", _TMA_STORE, _SK_PARTIAL, _SK_LOAD),
         (_MULTICAST,),
         2,
     ),
     "stream_k_cluster2": (
         Problem(3000, 5000, 1000, "bf16"),
-        "tile_m=128,tile_n=256,cluster=2,stream_k=1,epilogue=serial",
+        "tile_m=128,tile_n=256,cluster=2,stream_k=1,epilogue=serial,swap_ab=0,group=8",
         ("wgmma.mma_async.sync.aligned.m64n256k16", _TMA_STORE, _MULTICAST, _SK_PARTIAL),
         (),
         2,
@@ -438,8 +454,12 @@ def test_r8_select_on_the_sweep() -> None:
     assert big.tile_n in (128, 192)
     # Between the grid's points the wave tail is split: at 300 x 7168 x 16384 the last wave of
     # any tile is part-empty, and the pick spreads its k-iterations over every SM.
+    # (or, M being the short side, a wide swapped tile fits it: 300 rows as 2 x 160).
     tail = kernel.select(Problem(300, 7168, 16384, "fp16"))
-    assert tail.stream_k and r8.stream_k(Problem(300, 7168, 16384), 132, tail).sk_tiles > 0
+    if tail.swap_ab:
+        assert swap_fits(Problem(300, 7168, 16384), tail.tile_n), tail.name
+    else:
+        assert tail.stream_k and r8.stream_k(Problem(300, 7168, 16384), 132, tail).sk_tiles > 0
 
 
 def test_r8_every_problem_gets_a_valid_config() -> None:
@@ -629,4 +649,5 @@ def test_r8_menu_fits_shared_memory() -> None:
             assert (c.tile_n // r8.EPI_N) % g.epi_stages == 0, c.name  # whole buffer rounds
     g = r8.Gemm(HOPPER.num_sms, True, r8.R8Config(128, 192, 2))
     assert (g.epi_stages, g.num_stages) == (6, 4)
-    assert len(r8.MENU) <= 100, "a curated menu, not a cartesian product"
+    # 97 curated entries, 36 wide swapped tiles, 29 ungrouped twins of the data-parallel ones
+    assert len(r8.MENU) <= 170, "a curated menu, not a cartesian product"

@@ -26,6 +26,7 @@ from harness.tile_cost import (
     heuristic_allows,
     ranked,
     swap_cover,
+    swap_fits,
 )
 
 
@@ -175,6 +176,55 @@ def test_heuristic_rules_and_the_cheapest_allowed() -> None:
     assert pick == GemmConfig(128, 16, 1, swap_ab=True, split_k=4)  # 32 tiles, long K
     with pytest.raises(ValueError, match="no allowed config"):
         cheapest(decode, _MENU, _valid, lambda c: False)
+
+
+def test_a_wide_swapped_tile_fits_a_mid_size_m_tightly() -> None:
+    mid = Problem(338, 8192, 8192)
+    assert swap_fits(mid, 176)  # 2 x 176 = 352 rows for 338
+    assert swap_fits(mid, 128)  # 3 x 128 = 384: three columns, each as narrow as it can be
+    assert not swap_fits(mid, 192)  # 2 x 192 pads 46 rows where 176 pads 14
+    assert not swap_fits(mid, 64)  # a narrow width is the decode rule's, not this one
+    assert not swap_fits(Problem(338, 300, 8192), 176)  # M is no short side
+    assert not swap_fits(Problem(64, 8192, 8192), 80)  # M <= 64: the narrow covers
+    assert not swap_fits(Problem(2100, 8192, 8192), 256)  # 9 columns: M is no short side
+    assert heuristic_allows(mid, GemmConfig(128, 176, 2, swap_ab=True))
+    assert not heuristic_allows(mid, GemmConfig(128, 192, 2, swap_ab=True))
+    assert not heuristic_allows(mid, GemmConfig(128, 64, 1, swap_ab=True))  # no narrow cover
+    # every M in 65..2048 below N has a fitting width of 80..256 in steps of 16
+    widths = range(80, 257, 16)
+    for m in range(65, 2049):
+        fits = [w for w in widths if swap_fits(Problem(m, 8192, 4096), w)]
+        assert fits, m
+        for w in fits:
+            assert 0 <= cdiv(m, w) * w - m < 16 * cdiv(m, w)  # under 16 rows a column padded
+
+
+def test_an_untimed_tile_takes_its_neighbours_efficiency() -> None:
+    model = HOPPER.with_params({"eff:128x128": 0.6, "eff:128x160": 0.8})
+    assert model.tile_efficiency(128, 144) == pytest.approx(0.7)  # halfway
+    assert model.tile_efficiency(128, 160) == 0.8  # its own entry
+    assert model.tile_efficiency(128, 512) == model.tile_efficiency(128, 256)  # beyond the end
+    with pytest.raises(KeyError, match="32-row"):
+        model.tile_efficiency(32, 128)
+    # a swapped wide tile pays the swap factor; a narrow cover and an unswapped tile do not
+    slow = model.with_params({"swap_gain": 0.5})
+    p = Problem(338, 8192, 8192)
+    wide = GemmConfig(128, 176, 1, swap_ab=True)
+    assert slow.seconds(p, wide) > model.seconds(p, wide)
+    assert slow.seconds(p, GemmConfig(128, 176, 1)) == model.seconds(p, GemmConfig(128, 176, 1))
+
+
+def test_fit_starts_a_tile_no_run_timed_from_its_interpolated_efficiency() -> None:
+    base = HOPPER.with_params({"eff:128x128": 0.6, "eff:128x160": 0.8})
+    wide = GemmConfig(128, 144, 1, swap_ab=True)
+    problems = [Problem(m, 8192, 8192) for m in (100, 144, 300, 500)]
+    truth = base.with_params({"eff:128x144": 0.5})
+    data = [Sample(p, wide, truth.seconds(p, wide)) for p in problems]
+    before, _ = evaluate(base, data)  # would raise KeyError if the model had no value for it
+    fitted = fit(data, base, rounds=4)
+    assert (128, 144) in fitted.efficiency and (128, 144) not in base.efficiency
+    errors, _ = evaluate(fitted, data)
+    assert max(before) > 0.2 and max(errors) < 0.1
 
 
 # -- fitting and cross-validation -----------------------------------------------------------------
