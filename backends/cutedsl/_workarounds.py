@@ -9,9 +9,14 @@
    rung 8's swap-AB, where N is cdiv(M, tile_n) = 1 tile padded to 8, at 13-23 % of cuBLAS
    (8x the work). Not reported upstream yet. Worked around in rung 8: swap-AB and split-K
    configs run ungrouped (no padding), and grouped configs step over padded units with
-   :func:`padded_unit`. Rungs 4-7 use the same scheduler with a group of 8 and are left as
-   they were measured (no padding on the square and K-sweep shapes; 1.2-2x the units on ragged
-   ones such as 4095x4097, which are checked, not timed).
+   :func:`padded_unit`. Skipped units still hold their place in the static round-robin, so
+   where the padded count needs one more round of the persistent grid than the real tiles,
+   some CTAs run one more real tile: 668x5120x14336 with 128x256 (6 x 20 cluster tiles padded
+   to 6 x 24 = 144 units on 132 SMs) ran 345 TFLOPS grouped, 536 ungrouped (H200); rung 8's
+   heuristic runs such a tile ungrouped (``r8_shape_adaptive._group_for``). Rungs 4-7 use the
+   same scheduler with a group of 8 and are left as they were measured (no padding on the
+   square and K-sweep shapes; 1.2-2x the units on ragged ones such as 4095x4097, which are
+   checked, not timed).
 """
 
 from __future__ import annotations

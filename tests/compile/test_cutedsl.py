@@ -462,6 +462,22 @@ def test_r8_select_on_the_sweep() -> None:
         assert tail.stream_k and r8.stream_k(Problem(300, 7168, 16384), 132, tail).sk_tiles > 0
 
 
+def test_r8_runs_a_tile_ungrouped_where_group_padding_adds_a_round() -> None:
+    """Defect 1's padded units keep their round-robin slots: where padding N's cluster count to
+    a multiple of 8 needs one more round of the grid than the real tiles, the tile runs with
+    group 1 (H200: 668x5120x14336 128x256, 55 % of cuBLAS grouped, 86 % ungrouped)."""
+    r8 = _r8()
+    wide = r8.R8Config(128, 256, 1)
+    assert r8._group_for(Problem(668, 5120, 14336), wide) == 1  # 6 x 20 -> 6 x 24 > 132
+    assert r8._group_for(Problem(668, 6144, 14336), wide) == 8  # 6 x 24, no padding
+    assert r8._group_for(Problem(4096, 4096, 4096), r8.R8Config()) == 8  # 16 x 16 clusters
+    assert r8._group_for(Problem(1553, 3584, 3584), r8.R8Config(128, 128, 1)) == 1  # 4 vs 3
+    pick = r8.KERNEL.select(Problem(1143, 5120, 4096, "fp16"))
+    if not pick.swap_ab and not pick.stream_k and pick.split_k == 1:
+        assert pick.group == r8._group_for(Problem(1143, 5120, 4096), pick), pick.name
+    assert all(c.group in (1, 8) or r8._variant(Problem(4096, 4096, 4096), c) for c in r8.MENU)
+
+
 def test_r8_every_problem_gets_a_valid_config() -> None:
     """The heuristic never refuses: every problem of every suite and random shapes (any M, N
     >= 1, K % 8 == 0) get a menu member that is valid for them; a ragged N never gets the

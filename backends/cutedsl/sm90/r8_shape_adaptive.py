@@ -88,7 +88,8 @@ synchronization.
 ``_heuristic``: ``harness.tile_cost.cheapest``, the config of least estimated time under the
 cost model every rung 8 shares (the busiest program's k-steps at the tile's MMA rate, the cold
 operand stream, DRAM, per-unit overheads, the split-K / stream-K reduce), among the menu
-entries that are not variants (``_variant``: raster m, group 8, persistent, rung 7's
+entries that are not variants (``_variant``: raster m, group 8 — or 1 where group 8's padding
+would add a round of tiles, ``_group_for`` —, persistent, rung 7's
 overlapped epilogue wherever D allows it; stream-K's serial one), that
 ``harness.tile_cost.heuristic_allows`` (swap A and B exactly when M <= 64 < N, with tile_n the
 narrowest of 16/32/64 covering M; narrow tiles only as that cover; splits keeping >= 512 of
