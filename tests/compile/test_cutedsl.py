@@ -237,6 +237,14 @@ R8_PATHS = {
         (_TMA_STORE,),
         1,
     ),
+    # ... and with 64 rows of N a CTA (one consumer warpgroup): 80 CTAs at N = 5120, not 40
+    "swap_wide_64_cluster2": (
+        Problem(140, 5120, 4096, "fp16"),
+        "tile_m=64,tile_n=144,cluster=2,swap_ab=1,split_k=1,epilogue=serial",
+        ("wgmma.mma_async.sync.aligned.m64n144k16", _TMA_LOAD, _MULTICAST, "st.global.b16"),
+        (_TMA_STORE,),
+        1,
+    ),
     # a group whose padding would add a round of tiles: the same tile, ungrouped
     "ungrouped_128x256": (
         Problem(668, 5120, 14336, "fp16"),
@@ -317,9 +325,10 @@ R8_PATHS = {
         (_MULTICAST,),
         2,
     ),
-    "stream_k_cluster2": (
+    # the default: whole tiles' D overlapped with the next unit's first MMAs
+    "stream_k_cluster2_overlap": (
         Problem(3000, 5000, 1000, "bf16"),
-        "tile_m=128,tile_n=256,cluster=2,stream_k=1,epilogue=serial,swap_ab=0,group=8",
+        "tile_m=128,tile_n=256,cluster=2,stream_k=1,epilogue=overlap,swap_ab=0,group=8",
         ("wgmma.mma_async.sync.aligned.m64n256k16", _TMA_STORE, _MULTICAST, _SK_PARTIAL),
         (),
         2,
@@ -632,22 +641,26 @@ def test_r8_stream_k_tile_order_covers_every_tile_once() -> None:
 
 
 def test_r8_stream_k_validity() -> None:
-    """Stream-K runs unswapped and unsplit on the persistent grid, with the serial TMA-store
-    epilogue (D's rows 16-byte aligned): any other combination is refused with a reason, and
-    the menu's stream-K configs are exactly the listed tiles, each valid where N % 8 == 0."""
+    """Stream-K runs unswapped and unsplit on the persistent grid, with the TMA-store epilogue
+    (D's rows 16-byte aligned), overlapped by default: any other combination is refused with
+    a reason, and the menu's stream-K configs are exactly the listed tiles in both epilogues,
+    each valid where N % 8 == 0, the serial one a variant."""
     r8 = _r8()
     ok = Problem(3000, 5000, 1000)
-    base = r8.R8Config(128, 128, 1, stream_k=True, epilogue="serial")
+    base = r8.R8Config(128, 128, 1, stream_k=True, epilogue="overlap")
     assert r8._valid(ok, base) is None
-    for override in ("swap_ab=1", "split_k=2", "persistent=0", "epilogue=overlap"):
+    assert r8._valid(ok, base.with_overrides("epilogue=serial")) is None
+    for override in ("swap_ab=1", "split_k=2", "persistent=0"):
         assert r8._valid(ok, base.with_overrides(override)), override
     assert r8._valid(Problem(3000, 5004, 1000), base)  # N % 8 != 0
     menu = [c for c in r8.MENU if c.stream_k]
-    assert [(c.tile_m, c.tile_n, c.cluster) for c in menu] == list(_STREAM_K_TILES)
+    tiles = [(c.tile_m, c.tile_n, c.cluster) for c in menu]
+    assert tiles == [t for t in _STREAM_K_TILES for _ in range(2)]
     for c in menu:
-        assert (c.epilogue, c.persistent, c.raster, c.group) == ("serial", True, "m", 8)
+        assert (c.persistent, c.raster, c.group) == (True, "m", 8)
         assert not c.swap_ab and c.split_k == 1 and r8._valid(ok, c) is None
-        assert not r8._variant(ok, c)  # serial is stream-K's default, not a variant
+        # overlap is stream-K's default, serial a variant the model cannot tell apart
+        assert r8._variant(ok, c) == (c.epilogue == "serial"), c.name
 
 
 def test_r8_menu_fits_shared_memory() -> None:
@@ -666,4 +679,4 @@ def test_r8_menu_fits_shared_memory() -> None:
     g = r8.Gemm(HOPPER.num_sms, True, r8.R8Config(128, 192, 2))
     assert (g.epi_stages, g.num_stages) == (6, 4)
     # 97 curated entries, 36 wide swapped tiles, 29 ungrouped twins of the data-parallel ones
-    assert len(r8.MENU) <= 170, "a curated menu, not a cartesian product"
+    assert len(r8.MENU) <= 220, "a curated menu, not a cartesian product"

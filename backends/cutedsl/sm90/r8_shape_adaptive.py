@@ -31,7 +31,8 @@ knobs every DSL's rung 8 shares, plus ``persistent`` and ``epilogue``):
   without stream-K (the others run ungrouped: the grouping pads the tile count to a multiple
   of the group, and a swapped problem has one tile along N); both loops step over the padded
   work units, which the scheduler reports as valid. ``epilogue`` overlap / serial (rung 7;
-  overlap needs the TMA-store epilogue: N % 8 == 0, no swap, no split, no stream-K).
+  overlap needs the TMA-store epilogue: N % 8 == 0, no swap, no split; with stream-K it is
+  the whole tiles' D that waits for the next unit's first MMAs).
 
 Stages are derived, not a knob: as many as fit next to the epilogue buffers, at most 8 (12 for
 the swapped tiles, which stream B from DRAM).
@@ -69,7 +70,8 @@ grid is always P = SMs / cluster programs (clusters). The output's ``tiles`` clu
 (tile_m x cluster rows, tile_n columns, numbered in the Gluon rung 8's order: ``group``-row
 bands swept column by column, ``grouped_tile``) take k_tiles = cdiv(K, 64) k-iterations each.
 Program p walks work units u = p, p + P, ...: the first dp_tiles = (tiles // P) x P units are
-whole tiles, stored to D by the serial TMA-store epilogue; the sk_tiles = tiles - dp_tiles
+whole tiles, stored to D by the TMA-store epilogue (overlapped: under the first MMAs of the
+program's next unit, whole tile or tail segment); the sk_tiles = tiles - dp_tiles
 tail tiles form one space of I = sk_tiles x k_tiles iterations, of which program p takes
 [p I // P, (p + 1) I // P) — less than a tile, so at most two segments (the rest of the tile
 it starts in, then the next), units dp_tiles + p and dp_tiles + P + p. A segment's fp32
@@ -90,7 +92,7 @@ cost model every rung 8 shares (the busiest program's k-steps at the tile's MMA 
 operand stream, DRAM, per-unit overheads, the split-K / stream-K reduce), among the menu
 entries that are not variants (``_variant``: raster m, group 8 — or 1 where group 8's padding
 would add a round of tiles, ``_group_for`` —, persistent, rung 7's
-overlapped epilogue wherever D allows it; stream-K's serial one), that
+overlapped epilogue wherever D allows it, stream-K included), that
 ``harness.tile_cost.heuristic_allows`` (swap A and B exactly when M <= 64 < N, with tile_n the
 narrowest of 16/32/64 covering M; narrow tiles only as that cover; splits keeping >= 512 of
 K), on a cluster ``HEURISTIC_CLUSTERS`` allows. ``_ranked`` orders the whole menu by the same
@@ -211,10 +213,12 @@ def _menu() -> tuple[R8Config, ...]:
                 for s in (1, 2, 4, 8)
             ]
     # Wide swapped tiles for a mid-size M (65 .. 1024): M on the wgmma N side, whose width
-    # steps by 16, so M's share of one to four column tiles is covered within 15 rows.
-    for tn in SWAP_WIDE:
-        menu += [R8Config(128, tn, c, swap_ab=True, epilogue="serial") for c in (1, 2)]
-        menu.append(R8Config(128, tn, 1, swap_ab=True, split_k=2, epilogue="serial"))
+    # steps by 16, so M's share of one to four column tiles is covered within 15 rows; 64
+    # rows of N a CTA (one consumer warpgroup) where 128 would leave too few CTAs.
+    for tm in (128, 64):
+        for tn in SWAP_WIDE:
+            menu += [R8Config(tm, tn, c, swap_ab=True, epilogue="serial") for c in (1, 2)]
+            menu.append(R8Config(tm, tn, 1, swap_ab=True, split_k=2, epilogue="serial"))
     # Ungrouped twins of the data-parallel tiles the heuristic picks: where the scheduler's
     # group padding would add a round of tiles (``_group_for``), the same tile runs ungrouped.
     menu += [
@@ -225,10 +229,12 @@ def _menu() -> tuple[R8Config, ...]:
         and c.raster == "m"
         and c.group == 8
     ]
-    # Stream-K's D epilogue is the serial one: its tail partials leave from registers.
+    # Stream-K's whole tiles leave by the TMA store, overlapped with the next unit's MMAs or
+    # not; its tail partials leave from registers either way.
     menu += [
-        R8Config(tm, tn, cluster, stream_k=True, epilogue="serial")
+        R8Config(tm, tn, cluster, stream_k=True, epilogue=epilogue)
         for tm, tn, cluster in STREAM_K_TILES
+        for epilogue in ("overlap", "serial")
     ]
     return tuple(dict.fromkeys(menu))  # rung 7's default appears twice
 
@@ -265,13 +271,9 @@ def workspace_elems(
 
 def _valid(problem: Problem, config: R8Config) -> str | None:
     if config.stream_k and (
-        config.swap_ab
-        or config.split_k > 1
-        or not config.persistent
-        or config.epilogue == "overlap"
-        or problem.n % 8
+        config.swap_ab or config.split_k > 1 or not config.persistent or problem.n % 8
     ):
-        return "stream-K: unswapped, unsplit, persistent, serial epilogue and N % 8 == 0"
+        return "stream-K: unswapped, unsplit, persistent and N % 8 == 0"
     if config.epilogue == "overlap" and not _tma_epilogue(tma_store_variant(problem), config):
         return "overlap needs the TMA-store epilogue (N % 8 == 0, no swap_ab, no split_k)"
     if config.split_k > cdiv(problem.k, BLOCK_K):
@@ -328,9 +330,8 @@ def _group_for(problem: Problem, c: R8Config, num_sms: int = DEFAULT_NUM_SMS) ->
 def _variant(problem: Problem, c: R8Config) -> bool:
     """``c`` changes what the cost model cannot see: raster, group (other than
     ``_group_for``'s), a non-persistent grid or another epilogue than the kernel's default
-    for the problem (overlap wherever D allows the TMA-store epilogue; serial for stream-K,
-    whose only epilogue it is)."""
-    overlap = _tma_epilogue(tma_store_variant(problem), c) and not c.stream_k
+    for the problem (overlap wherever D allows the TMA-store epilogue, stream-K included)."""
+    overlap = _tma_epilogue(tma_store_variant(problem), c)
     want = "overlap" if overlap else "serial"
     group = _group_for(problem, c) if c.group in (1, 8) else 8
     return c.raster != "m" or c.group != group or not c.persistent or c.epilogue != want
@@ -453,8 +454,8 @@ class Gemm:
         self.programs = num_sms // config.cluster
         self.tile_rows = config.tile_rows
         self.sk_chunk = SK_REDUCE_THREADS * SK_REDUCE_VEC  # reduce: elements of a tile a block
-        if self.stream_k:  # what _valid keeps: whole tiles leave by the serial TMA store
-            assert self.tma_epi and not self.overlap and config.persistent, config.name
+        if self.stream_k:  # what _valid keeps: whole tiles leave by the TMA store
+            assert self.tma_epi and config.persistent, config.name
             assert self.tile_rows * self.tile_n % self.sk_chunk == 0, config.name
         self.tile_mnk = (self.tile_m, self.tile_n, BLOCK_K)
         self.epi_tile = (self.tile_m, EPI_N)
@@ -893,6 +894,12 @@ class Gemm:
                         tiled_mma.set(warpgroup.Field.ACCUMULATE, True)
                         warpgroup.fence()
                         read = mma_k_tile(ab_pipe, tiled_mma, acc, tCrA, tCrB, read)
+                        if cutlass.const_expr(self.overlap):
+                            # The last whole tile's D leaves under this unit's first MMAs,
+                            # whether this unit is a whole tile or a tail segment.
+                            if tiles_done > 0:
+                                epi.store(tRS_rD_tile, prev_m, prev_n, warp_idx)
+                                tiles_done = cutlass.Int32(0)
                         for _kt in range(k_lo + 1, k_hi):
                             read = mma_k_tile(ab_pipe, tiled_mma, acc, tCrA, tCrB, read)
                             warpgroup.wait_group(1)
@@ -902,7 +909,12 @@ class Gemm:
                         ab_pipe.consumer_release(release)
                         release.advance()
                         if slot < 0:  # a whole tile: nothing to add to it, D directly
-                            epi.store(tRS_acc, tile_m, tile_n, warp_idx)
+                            if cutlass.const_expr(self.overlap):
+                                rD_tile.store(acc.load().to(self.dtype))
+                                prev_m, prev_n = tile_m, tile_n
+                                tiles_done = cutlass.Int32(1)
+                            else:
+                                epi.store(tRS_acc, tile_m, tile_n, warp_idx)
                         else:  # a tail segment: the reduce adds its fp32 partial to the others'
                             store_partial(thr_mma, acc, mW, tile_mn, slot * self.cluster_m + rank_m)
                     unit += self.programs
