@@ -302,11 +302,23 @@ HEURISTIC_CLUSTERS: dict[tuple[int, int], tuple[int, ...]] = {
 
 
 def _heuristic_clusters(c: R8Config) -> tuple[int, ...]:
-    """The clusters the heuristic may pick for ``c``'s tile: a wide swapped tile either (its
-    pair shares the M-side operand), the others per ``HEURISTIC_CLUSTERS``."""
+    """The clusters the heuristic may pick for ``c``'s tile: a 128-row wide swapped tile
+    either (its pair shares the M-side operand), a 64-row one only alone (the pair ran slower
+    at 7 of 9 tuning shapes, e.g. 140x5120x4096 64x144: 95.9 % of cuBLAS alone, 88.4 % as a
+    pair), the others per ``HEURISTIC_CLUSTERS``."""
     if c.swap_ab and c.tile_n in SWAP_WIDE:
-        return (1, 2)
+        return (1, 2) if c.tile_m == 128 else (1,)
     return HEURISTIC_CLUSTERS.get((c.tile_m, c.tile_n), (1,))
+
+
+def _narrow_swap_pays(problem: Problem, c: R8Config, num_sms: int = DEFAULT_NUM_SMS) -> bool:
+    """A 64-row wide swapped tile (one consumer warpgroup) only where its 128-row twin would
+    leave more than half the SMs idle: with the twin's CTAs fewer than half a wave, halving
+    the rows doubles the CTAs (140x5120x4096: 40 -> 80); with more, the twin's two consumer
+    warpgroups a CTA win (338x8192x8192: 128x176 in pairs 97.2 % of cuBLAS, 64x176 77.7 %)."""
+    if not (c.swap_ab and c.tile_n in SWAP_WIDE and c.tile_m == 64):
+        return True
+    return dataclasses.replace(c, tile_m=128).ctas(problem) < num_sms // 2
 
 
 def _group_for(problem: Problem, c: R8Config, num_sms: int = DEFAULT_NUM_SMS) -> int:
@@ -343,35 +355,43 @@ def _variant(problem: Problem, c: R8Config) -> bool:
 #: timed takes its neighbours' efficiency (``TileCostModel.tile_efficiency``).
 COST = HOPPER.with_params(
     {
-        "hbm_bytes_per_s": 6.16e12,
-        "sm_stream_bytes_per_s": 2.404e11,
-        "sm_store_bytes_per_s": 3.062e11,
-        "reduce_launch_s": 4.898e-06,
-        "launch_s": 3.448e-06,
-        "unit_s": 2.316e-06,
-        "overlap_loss": 0.4585,
+        "hbm_bytes_per_s": 6.064e12,
+        "sm_stream_bytes_per_s": 2.811e11,
+        "sm_store_bytes_per_s": 1.639e11,
+        "reduce_launch_s": 4.747e-06,
+        "launch_s": 3.239e-06,
+        "unit_s": 2.427e-06,
+        "overlap_loss": 0.4514,
         "cluster2_gain": 1.016,
-        "swap_gain": 0.9542,
-        "eff:64x16": 0.203,
-        "eff:64x32": 0.2859,
-        "eff:64x64": 0.4023,
-        "eff:64x128": 0.5696,
-        "eff:64x160": 0.5455,
+        "swap_gain": 0.9105,
+        "eff:64x16": 0.1937,
+        "eff:64x32": 0.2815,
+        "eff:64x64": 0.3961,
+        "eff:64x80": 0.5737,
+        "eff:64x96": 0.5685,
+        "eff:64x112": 0.5907,
+        "eff:64x128": 0.5607,
+        "eff:64x144": 0.669,
+        "eff:64x160": 0.537,
+        "eff:64x176": 0.7914,
+        "eff:64x192": 0.8099,
+        "eff:64x208": 0.8116,
+        "eff:64x224": 0.8251,
         "eff:64x256": 0.6222,
-        "eff:128x16": 0.2197,
-        "eff:128x32": 0.3179,
-        "eff:128x64": 0.5151,
-        "eff:128x80": 0.5616,
-        "eff:128x96": 0.7109,
-        "eff:128x112": 0.7078,
+        "eff:128x16": 0.213,
+        "eff:128x32": 0.313,
+        "eff:128x64": 0.5072,
+        "eff:128x80": 0.6073,
+        "eff:128x96": 0.6891,
+        "eff:128x112": 0.7302,
         "eff:128x128": 0.701,
-        "eff:128x144": 0.7257,
-        "eff:128x160": 0.7057,
-        "eff:128x176": 0.6822,
-        "eff:128x192": 0.702,
-        "eff:128x208": 0.701,
-        "eff:128x224": 0.7001,
-        "eff:128x240": 0.6883,
+        "eff:128x144": 0.7605,
+        "eff:128x160": 0.7168,
+        "eff:128x176": 0.7262,
+        "eff:128x192": 0.713,
+        "eff:128x208": 0.7462,
+        "eff:128x224": 0.7337,
+        "eff:128x240": 0.7214,
         "eff:128x256": 0.7204,
     }
 )
@@ -395,6 +415,7 @@ def _heuristic(problem: Problem) -> R8Config:
             not _variant(problem, c)
             and heuristic_allows(problem, c, BLOCK_K)
             and c.cluster in _heuristic_clusters(c)
+            and _narrow_swap_pays(problem, c)
         )
 
     return cheapest(problem, MENU, _valid, allowed, block_k=BLOCK_K, model=COST)
