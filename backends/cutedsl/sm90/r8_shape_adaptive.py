@@ -55,6 +55,8 @@ its configs take the TMA-store column):
     64x64       16 KiB      8 KiB        8                      8
     128x16/32/64  18/20/24 KiB  -        -                  12/11/9   (swap_ab: tile_n covers M)
     64x16/32/64   10/12/16 KiB  -        -                     12
+    64xW, 128xW  (64 or 128 + W) x 128 B  -   -     min(12, 226 KiB / stage)   (wide swaps,
+                 W = 80..256: 64x144 26 KiB, 8 stages; 128x256 48 KiB, 4)
 
 Barriers (as rung 7; one pair per stage, counts are arrivals per phase):
 
