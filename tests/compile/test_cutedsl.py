@@ -680,3 +680,22 @@ def test_r8_menu_fits_shared_memory() -> None:
     assert (g.epi_stages, g.num_stages) == (6, 4)
     # 97 curated entries, 36 wide swapped tiles, 29 ungrouped twins of the data-parallel ones
     assert len(r8.MENU) <= 220, "a curated menu, not a cartesian product"
+
+
+def test_r8_picks_64_row_wide_swaps_only_where_128_rows_leave_sms_idle() -> None:
+    """A 64-row wide swapped tile (one consumer warpgroup) runs alone, and only where its
+    128-row twin would fill less than half the SMs: 140x5120x4096 (128x144: 40 CTAs) gets
+    one, 338x8192x8192 (128x176: 128 CTAs) does not (H200 tune: 95.9 % vs the previous pick's
+    71.8 % at the first; 128x176 in pairs 97.2 % vs 64x176 77.7 % at the second)."""
+    r8 = _r8()
+    small = r8.R8Config(64, 144, 1, swap_ab=True, epilogue="serial")
+    assert r8._one_warpgroup_swap_pays(Problem(140, 5120, 4096), small)
+    assert not r8._one_warpgroup_swap_pays(Problem(338, 8192, 8192), small)
+    assert r8._heuristic_clusters(small) == (1,)
+    assert r8._heuristic_clusters(r8.R8Config(128, 144, 2, swap_ab=True)) == (1, 2)
+    for m, n, k in ((140, 5120, 4096), (338, 8192, 8192), (207, 6144, 4096), (485, 16384, 16384)):
+        c = r8._heuristic(Problem(m, n, k, "fp16"))
+        if c.swap_ab and c.tile_n > 64 and c.tile_m == 64:
+            assert c.cluster == 1, c.name
+            assert r8._one_warpgroup_swap_pays(Problem(m, n, k), c), c.name
+    assert r8._heuristic(Problem(338, 8192, 8192, "fp16")).tile_m == 128

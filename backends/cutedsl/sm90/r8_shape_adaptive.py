@@ -313,7 +313,7 @@ def _heuristic_clusters(c: R8Config) -> tuple[int, ...]:
     return HEURISTIC_CLUSTERS.get((c.tile_m, c.tile_n), (1,))
 
 
-def _narrow_swap_pays(problem: Problem, c: R8Config, num_sms: int = DEFAULT_NUM_SMS) -> bool:
+def _one_warpgroup_swap_pays(problem: Problem, c: R8Config, num_sms: int = DEFAULT_NUM_SMS) -> bool:
     """A 64-row wide swapped tile (one consumer warpgroup) only where its 128-row twin would
     leave more than half the SMs idle: with the twin's CTAs fewer than half a wave, halving
     the rows doubles the CTAs (140x5120x4096: 40 -> 80); with more, the twin's two consumer
@@ -417,7 +417,7 @@ def _heuristic(problem: Problem) -> R8Config:
             not _variant(problem, c)
             and heuristic_allows(problem, c, BLOCK_K)
             and c.cluster in _heuristic_clusters(c)
-            and _narrow_swap_pays(problem, c)
+            and _one_warpgroup_swap_pays(problem, c)
         )
 
     return cheapest(problem, MENU, _valid, allowed, block_k=BLOCK_K, model=COST)
