@@ -62,8 +62,9 @@ class GemmConfig(KernelConfig):
     rows and share the B tile by TMA multicast. ``split_k`` splits every tile's K range evenly
     (fp32 partials, then a reduction); ``stream_k`` keeps whole tiles for the full waves and
     spreads the last, partial wave's k-iterations over every program (:class:`StreamK`).
-    ``raster`` (walk tiles along M or N) and ``group`` (tile rows per L2 group) order the
-    data-parallel tiles.
+    ``raster`` (walk D's tiles along M or N first — D's, not the kernel's view: swapped, raster
+    m walks the kernel's columns first, so the tiles that read one block of B share a wave) and
+    ``group`` (tile rows per L2 group) order the data-parallel tiles.
     """
 
     tile_m: int = 128

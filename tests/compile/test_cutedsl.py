@@ -9,6 +9,7 @@ elsewhere, saying so.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 
 import pytest
@@ -390,6 +391,19 @@ def test_r8_swap_and_split_k_run_ungrouped() -> None:
         assert r8.Gemm(132, True, config).l2_group == 1
         ptx = kernel.codegen(problem, "sm_90a", config).ptx
         assert not rounded.search(ptx), f"{config.name}: tile count rounded up to the group"
+
+
+def test_r8_swapped_tiles_walk_d_m_first() -> None:
+    """``raster`` names D's side walked first, swapped or not: a swapped config's raster m
+    is the kernel's column side (D's M), so the column tiles that read one block of B (the
+    weights) are consecutive work units and share a wave. Walking the kernel's rows first
+    read B once per column tile (291x27648x5120, 3 columns: 51 % of cuBLAS on the H100)."""
+    r8 = _r8()
+    wide = r8.R8Config(128, 112, 2, swap_ab=True, epilogue="serial")
+    assert r8.Gemm(132, False, wide).raster_m is False
+    assert r8.Gemm(132, False, dataclasses.replace(wide, raster="n")).raster_m is True
+    assert r8.Gemm(132, True, r8.R8Config(128, 256, 2)).raster_m is True
+    assert r8.Gemm(132, True, r8.R8Config(128, 256, 2, raster="n")).raster_m is False
 
 
 def test_r8_non_persistent_changes_only_the_grid() -> None:

@@ -32,7 +32,8 @@ Changes from rung 7 (``multi_consumer``):
 Config knobs: ``R8Config`` is ``harness.tile_cost.GemmConfig``, the vocabulary every rung 8
 shares — ``tile_m`` (64 | 128 rows per CTA = 1 | 2 consumer warpgroups), ``tile_n``,
 ``cluster``, ``swap_ab``, ``split_k``, ``stream_k``, ``raster`` (always "m" here: the tile
-order walks M within a group), ``group``. The menu is curated (``MENU`` below); the heuristic
+order walks M within a group; a swapped tile here covers all of D's M in one column, so the
+order is D's M first either way), ``group``. The menu is curated (``MENU`` below); the heuristic
 is the shared cost model's cheapest allowed entry. Derived per problem, not knobs: the stage
 count (from the tile family) and persistence (from the problem's tile count).
 
