@@ -693,7 +693,7 @@ def test_r8_menu_fits_shared_memory() -> None:
     g = r8.Gemm(HOPPER.num_sms, True, r8.R8Config(128, 192, 2))
     assert (g.epi_stages, g.num_stages) == (6, 4)
     # 97 curated entries, 36 wide swapped tiles, 29 ungrouped twins of the data-parallel ones
-    assert len(r8.MENU) <= 220, "a curated menu, not a cartesian product"
+    assert len(r8.MENU) <= 240, "a curated menu, not a cartesian product"
 
 
 def test_r8_picks_64_row_wide_swaps_only_where_128_rows_leave_sms_idle() -> None:

@@ -223,6 +223,13 @@ def _menu() -> tuple[R8Config, ...]:
         for tn in SWAP_WIDE:
             menu += [R8Config(tm, tn, c, swap_ab=True, epilogue="serial") for c in (1, 2)]
             menu.append(R8Config(tm, tn, 1, swap_ab=True, split_k=2, epilogue="serial"))
+    # Their raster-n twins (variants: the kernel's rows first, B read once per column tile),
+    # kept so that ``bench --config raster=n`` times the other order beside the default.
+    menu += [
+        dataclasses.replace(c, raster="n")
+        for c in menu
+        if c.swap_ab and c.tile_n in SWAP_WIDE and c.tile_m == 128 and c.split_k == 1
+    ]
     # Ungrouped twins of the data-parallel tiles the heuristic picks: where the scheduler's
     # group padding would add a round of tiles (``_group_for``), the same tile runs ungrouped.
     menu += [
