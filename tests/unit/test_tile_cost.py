@@ -27,6 +27,7 @@ from harness.tile_cost import (
     ranked,
     swap_cover,
     swap_fits,
+    swap_raster,
 )
 
 
@@ -197,6 +198,23 @@ def test_a_wide_swapped_tile_fits_a_mid_size_m_tightly() -> None:
         assert fits, m
         for w in fits:
             assert 0 <= cdiv(m, w) * w - m < 16 * cdiv(m, w)  # under 16 rows a column padded
+
+
+def test_a_wide_swap_walks_d_m_first_only_where_b_outgrows_l2() -> None:
+    """B (N x K) re-read per column tile unless those tiles share a wave: raster m (D's M, the
+    kernel's columns, first) where B is larger than L2, the kernel's rows first where not."""
+    big, small = Problem(387, 53248, 16384), Problem(1460, 7168, 2048)  # 1745 MB, 29 MB
+    assert (swap_raster(big), swap_raster(small)) == ("m", "n")
+    edge = tile_cost.L2_BYTES // 2  # K = 1 row of N elements, 2 bytes each
+    assert swap_raster(Problem(300, edge, 1)) == "n"
+    assert swap_raster(Problem(300, edge + 8, 1)) == "m"
+    for problem, raster in ((big, "m"), (small, "n")):
+        c = GemmConfig(128, 144 if problem is big else 224, 2, swap_ab=True)
+        assert heuristic_allows(problem, dataclasses.replace(c, raster=raster))
+        other = "n" if raster == "m" else "m"
+        assert not heuristic_allows(problem, dataclasses.replace(c, raster=other))
+    # an unswapped tile (and a narrow swap) stays raster m whatever B's size
+    assert not heuristic_allows(small, GemmConfig(128, 256, 2, raster="n"))
 
 
 def test_an_untimed_tile_takes_its_neighbours_efficiency() -> None:

@@ -135,7 +135,15 @@ from backends.cutedsl.sm90._epilogue import (
 )
 from backends.cutedsl.sm90.r7_multi_consumer import mma_k_tile
 from harness.protocol import ConfigSpace, Problem, cdiv
-from harness.tile_cost import HOPPER, GemmConfig, StreamK, cheapest, heuristic_allows, ranked
+from harness.tile_cost import (
+    HOPPER,
+    GemmConfig,
+    StreamK,
+    cheapest,
+    heuristic_allows,
+    ranked,
+    swap_raster,
+)
 
 # -- constants -------------------------------------------------------------------------------
 BLOCK_K = 64  # k-tile: one 128-byte swizzle row of fp16/bf16
@@ -223,12 +231,9 @@ def _menu() -> tuple[R8Config, ...]:
         for tn in SWAP_WIDE:
             menu += [R8Config(tm, tn, c, swap_ab=True, epilogue="serial") for c in (1, 2)]
             menu.append(R8Config(tm, tn, 1, swap_ab=True, split_k=2, epilogue="serial"))
-    # Their raster-n twins (variants: the kernel's rows first, B read once per column tile),
-    # kept so that ``bench --config raster=n`` times the other order beside the default.
+    # Their raster-n twins: the kernel's rows first, where B stays in L2 (``swap_raster``).
     menu += [
-        dataclasses.replace(c, raster="n")
-        for c in menu
-        if c.swap_ab and c.tile_n in SWAP_WIDE and c.tile_m == 128 and c.split_k == 1
+        dataclasses.replace(c, raster="n") for c in menu if c.swap_ab and c.tile_n in SWAP_WIDE
     ]
     # Ungrouped twins of the data-parallel tiles the heuristic picks: where the scheduler's
     # group padding would add a round of tiles (``_group_for``), the same tile runs ungrouped.
@@ -351,13 +356,15 @@ def _group_for(problem: Problem, c: R8Config, num_sms: int = DEFAULT_NUM_SMS) ->
 
 
 def _variant(problem: Problem, c: R8Config) -> bool:
-    """``c`` changes what the cost model cannot see: raster, group (other than
-    ``_group_for``'s), a non-persistent grid or another epilogue than the kernel's default
-    for the problem (overlap wherever D allows the TMA-store epilogue, stream-K included)."""
+    """``c`` changes what the cost model cannot see: raster (other than m, or a wide swap's
+    ``swap_raster``), group (other than ``_group_for``'s), a non-persistent grid or another
+    epilogue than the kernel's default for the problem (overlap wherever D allows the
+    TMA-store epilogue, stream-K included)."""
     overlap = _tma_epilogue(tma_store_variant(problem), c)
     want = "overlap" if overlap else "serial"
     group = _group_for(problem, c) if c.group in (1, 8) else 8
-    return c.raster != "m" or c.group != group or not c.persistent or c.epilogue != want
+    raster = swap_raster(problem) if c.swap_ab and c.tile_n in SWAP_WIDE else "m"
+    return c.raster != raster or c.group != group or not c.persistent or c.epilogue != want
 
 
 #: The shared cost model with this kernel family's constants: ``python -m harness fit-cost
