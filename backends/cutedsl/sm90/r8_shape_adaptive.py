@@ -94,9 +94,9 @@ synchronization.
 ``_heuristic``: ``harness.tile_cost.cheapest``, the config of least estimated time under the
 cost model every rung 8 shares (the busiest program's k-steps at the tile's MMA rate, the cold
 operand stream, DRAM, per-unit overheads, the split-K / stream-K reduce), among the menu
-entries that are not variants (``_variant``: raster m, group 8 — or 1 where group 8's padding
-would add a round of tiles, ``_group_for`` —, persistent, rung 7's
-overlapped epilogue wherever D allows it, stream-K included), that
+entries that are not variants (``_variant``: raster m, or a wide swap's ``swap_raster``;
+group 8, or 1 where group 8's padding would add a round of tiles, ``_group_for``; persistent;
+rung 7's overlapped epilogue wherever D allows it, stream-K included), that
 ``harness.tile_cost.heuristic_allows`` (swap A and B exactly when M <= 64 < N, with tile_n the
 narrowest of 16/32/64 covering M; narrow tiles only as that cover; splits keeping >= 512 of
 K), on a cluster ``HEURISTIC_CLUSTERS`` allows. ``_ranked`` orders the whole menu by the same
@@ -424,9 +424,9 @@ def _ranked(problem: Problem) -> list[R8Config]:
 def _heuristic(problem: Problem) -> R8Config:
     """The cheapest config (``harness.tile_cost``) among the non-variants that
     ``heuristic_allows`` (swap-AB exactly when M <= 64 < N with the narrowest cover, narrow
-    tiles only as the cover of the short side, splits keeping >= 512 of K, raster m) on a
-    cluster ``HEURISTIC_CLUSTERS`` allows. Ties go to the larger tile, then cluster 2, then
-    no split and no stream-K."""
+    tiles only as the cover of the short side, splits keeping >= 512 of K, raster m or a
+    wide swap's ``swap_raster``) on a cluster ``HEURISTIC_CLUSTERS`` allows. Ties go to the
+    larger tile, then cluster 2, then no split and no stream-K."""
 
     def allowed(c: R8Config) -> bool:
         return (
@@ -488,9 +488,8 @@ class Gemm:
         # ``raster`` names D's side walked first (``GemmConfig``). Swapped, D's M is the
         # kernel's column side: raster m walks the (at most 8) column tiles of one row tile
         # back to back, so the tiles that read the same rows of B (the weights) share a wave
-        # and B comes from DRAM once. Walking the kernel's rows first read B once per column
-        # tile: 291x27648x5120, 3 columns of 112, ran at 51 % of cuBLAS on the H100, 71 % on
-        # the H200 (3 x 283 MB of B at 3.35 / 4.8 TB/s against 82 GFLOP of MMA).
+        # and B comes from DRAM once, not once per column tile (``swap_raster`` picks it
+        # where B outgrows L2; README, "Fifth version").
         self.raster_m = (config.raster == "m") != config.swap_ab
         # Non-persistent: as many clusters as there are work units (grid.z bound in _valid).
         self.max_active_clusters = num_sms // config.cluster if config.persistent else MAX_GRID_Z
