@@ -44,6 +44,7 @@ __all__ = [
     "cross_validate",
     "fit",
     "heuristic_allows",
+    "heuristic_raster",
     "ranked",
     "swap_cover",
     "swap_fits",
@@ -76,6 +77,12 @@ class GemmConfig(KernelConfig):
     stream_k: bool = False
     raster: str = "m"
     group: int = 8
+
+    @property
+    def wide_swap(self) -> bool:
+        """Swapped with a tile wider than the narrow covers: M on the wgmma N side in up to
+        ``MAX_SWAP_COLUMNS`` column tiles (:func:`swap_fits`)."""
+        return self.swap_ab and self.tile_n > max(NARROW)
 
     @property
     def tile_rows(self) -> int:
@@ -286,7 +293,7 @@ class TileCostModel:
                 reduce = self.reduce_launch_s + 2 * workspace / self.hbm_bytes_per_s
         eff = self.tile_efficiency(tm, tn)
         eff *= self.cluster2_gain if config.cluster == 2 else 1.0
-        eff *= self.swap_gain if config.swap_ab and tn > max(NARROW) else 1.0
+        eff *= self.swap_gain if config.wide_swap else 1.0
         mma = steps * 2 * tm * tn * block_k / (eff * self.peak_flops / self.num_sms)
         row_tiles, col_tiles = cdiv(rows, tm), cdiv(cols, tn)
         cold = (tm / col_tiles + tn / row_tiles) * block_k * elem
@@ -436,11 +443,16 @@ def swap_raster(problem: Problem) -> str:
     """The raster of a wide swapped tile (M on the wgmma N side, up to ``MAX_SWAP_COLUMNS``
     column tiles): ``"m"`` — D's M, the kernel's columns, first — where B (N x K, the rows
     every column tile re-reads) outgrows L2, so the column tiles of one block of B share a
-    wave and B comes from DRAM once; ``"n"`` — the kernel's rows first — where B stays in L2.
-    Measured in one H100 run (% of cuBLAS, m / n): B of 1745 MB 387x53248x16384 73.8 / 58.3,
-    283 MB 291x27648x5120 66.4 / 51.3, 101 MB 432x16384x3072 78.2 / 58.9; B of 50 MB
-    793x6144x4096 83.0 / 89.6, 29 MB 1460x7168x2048 76.0 / 81.9."""
+    wave and B comes from DRAM once; ``"n"`` — the kernel's rows first — where B stays in L2,
+    which measured faster there (both orders in one H100 run: CuTeDSL README, "Fifth
+    version")."""
     return "m" if problem.n * problem.k * element_size(problem.dtype) > L2_BYTES else "n"
+
+
+def heuristic_raster(problem: Problem, config: GemmConfig) -> str:
+    """The raster a heuristic runs ``config`` with: :func:`swap_raster` for a wide swap, else
+    m (the tile order the cost model cannot see; backends pin their group likewise)."""
+    return swap_raster(problem) if config.wide_swap else "m"
 
 
 def heuristic_allows(problem: Problem, config: GemmConfig, block_k: int = 64) -> bool:
@@ -453,18 +465,16 @@ def heuristic_allows(problem: Problem, config: GemmConfig, block_k: int = 64) ->
     * unswapped, a tile narrower than 64 only as the narrowest that covers N (elsewhere it
       reloads the long operand for too little MMA work);
     * a K split keeps at least ``MIN_K_PER_SPLIT`` of K;
-    * raster m (the model cannot see the tile order; backends also pin their group); a wide
-      swapped tile the raster :func:`swap_raster` gives it (B outgrowing L2 or not).
+    * the raster :func:`heuristic_raster` gives (m; a wide swap's by B outgrowing L2 or not).
 
     Waves, tails, split-K against stream-K against a smaller tile: the model decides.
     """
     cover = swap_cover(problem)
-    wide_swap = config.swap_ab and config.tile_n > max(NARROW)
-    if config.raster != (swap_raster(problem) if wide_swap else "m"):
+    if config.raster != heuristic_raster(problem, config):
         return False
     if config.swap_ab and config.tile_n <= max(NARROW) and config.tile_n != cover:
         return False  # also refuses a narrow swap where it does not pay (no cover)
-    if wide_swap and not swap_fits(problem, config.tile_n):
+    if config.wide_swap and not swap_fits(problem, config.tile_n):
         return False
     if not config.swap_ab and cover is not None and problem.m <= 16:
         return False  # unswapped, 48 or more of a 64-row tile's rows would be padding

@@ -409,9 +409,9 @@ def test_r8_swapped_tiles_walk_d_m_first() -> None:
     big, small = Problem(291, 27648, 5120, "fp16"), Problem(793, 6144, 4096, "fp16")
     for problem, raster in ((big, "m"), (small, "n")):
         pick = r8._heuristic(problem)
-        assert pick.swap_ab and pick.tile_n > 64, pick.name
+        assert pick.wide_swap, pick.name
         assert pick.raster == raster, pick.name
-    wides = [c for c in r8.MENU if c.swap_ab and c.tile_n > 64]
+    wides = [c for c in r8.MENU if c.wide_swap]
     assert {dataclasses.replace(c, raster="n") for c in wides} <= set(wides)
 
 
@@ -718,7 +718,7 @@ def test_r8_picks_64_row_wide_swaps_only_where_128_rows_leave_sms_idle() -> None
     assert r8._heuristic_clusters(r8.R8Config(128, 144, 2, swap_ab=True)) == (1, 2)
     for m, n, k in ((140, 5120, 4096), (338, 8192, 8192), (207, 6144, 4096), (485, 16384, 16384)):
         c = r8._heuristic(Problem(m, n, k, "fp16"))
-        if c.swap_ab and c.tile_n > 64 and c.tile_m == 64:
+        if c.wide_swap and c.tile_m == 64:
             assert c.cluster == 1, c.name
             assert r8._one_warpgroup_swap_pays(Problem(m, n, k), c), c.name
     assert r8._heuristic(Problem(338, 8192, 8192, "fp16")).tile_m == 128

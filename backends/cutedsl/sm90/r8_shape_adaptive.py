@@ -94,7 +94,7 @@ synchronization.
 ``_heuristic``: ``harness.tile_cost.cheapest``, the config of least estimated time under the
 cost model every rung 8 shares (the busiest program's k-steps at the tile's MMA rate, the cold
 operand stream, DRAM, per-unit overheads, the split-K / stream-K reduce), among the menu
-entries that are not variants (``_variant``: raster m, or a wide swap's ``swap_raster``;
+entries that are not variants (``_variant``: ``heuristic_raster``, m or a wide swap's by B's size;
 group 8, or 1 where group 8's padding would add a round of tiles, ``_group_for``; persistent;
 rung 7's overlapped epilogue wherever D allows it, stream-K included), that
 ``harness.tile_cost.heuristic_allows`` (swap A and B exactly when M <= 64 < N, with tile_n the
@@ -141,8 +141,8 @@ from harness.tile_cost import (
     StreamK,
     cheapest,
     heuristic_allows,
+    heuristic_raster,
     ranked,
-    swap_raster,
 )
 
 # -- constants -------------------------------------------------------------------------------
@@ -232,9 +232,7 @@ def _menu() -> tuple[R8Config, ...]:
             menu += [R8Config(tm, tn, c, swap_ab=True, epilogue="serial") for c in (1, 2)]
             menu.append(R8Config(tm, tn, 1, swap_ab=True, split_k=2, epilogue="serial"))
     # Their raster-n twins: the kernel's rows first, where B stays in L2 (``swap_raster``).
-    menu += [
-        dataclasses.replace(c, raster="n") for c in menu if c.swap_ab and c.tile_n in SWAP_WIDE
-    ]
+    menu += [dataclasses.replace(c, raster="n") for c in menu if c.wide_swap]
     # Ungrouped twins of the data-parallel tiles the heuristic picks: where the scheduler's
     # group padding would add a round of tiles (``_group_for``), the same tile runs ungrouped.
     menu += [
@@ -322,7 +320,7 @@ def _heuristic_clusters(c: R8Config) -> tuple[int, ...]:
     either (its pair shares the M-side operand), a 64-row one only alone (the pair ran slower
     at 7 of 9 tuning shapes, e.g. 140x5120x4096 64x144: 95.9 % of cuBLAS alone, 88.4 % as a
     pair), the others per ``HEURISTIC_CLUSTERS``."""
-    if c.swap_ab and c.tile_n in SWAP_WIDE:
+    if c.wide_swap:
         return (1, 2) if c.tile_m == 128 else (1,)
     return HEURISTIC_CLUSTERS.get((c.tile_m, c.tile_n), (1,))
 
@@ -332,7 +330,7 @@ def _one_warpgroup_swap_pays(problem: Problem, c: R8Config, num_sms: int = DEFAU
     leave more than half the SMs idle: with the twin's CTAs fewer than half a wave, halving
     the rows doubles the CTAs (140x5120x4096: 40 -> 80); with more, the twin's two consumer
     warpgroups a CTA win (338x8192x8192: 128x176 in pairs 97.2 % of cuBLAS, 64x176 77.7 %)."""
-    if not (c.swap_ab and c.tile_n in SWAP_WIDE and c.tile_m == 64):
+    if not (c.wide_swap and c.tile_m == 64):
         return True
     return dataclasses.replace(c, tile_m=128).ctas(problem) < num_sms // 2
 
@@ -356,14 +354,14 @@ def _group_for(problem: Problem, c: R8Config, num_sms: int = DEFAULT_NUM_SMS) ->
 
 
 def _variant(problem: Problem, c: R8Config) -> bool:
-    """``c`` changes what the cost model cannot see: raster (other than m, or a wide swap's
-    ``swap_raster``), group (other than ``_group_for``'s), a non-persistent grid or another
+    """``c`` changes what the cost model cannot see: raster (other than ``heuristic_raster``'s),
+    group (other than ``_group_for``'s), a non-persistent grid or another
     epilogue than the kernel's default for the problem (overlap wherever D allows the
     TMA-store epilogue, stream-K included)."""
     overlap = _tma_epilogue(tma_store_variant(problem), c)
     want = "overlap" if overlap else "serial"
     group = _group_for(problem, c) if c.group in (1, 8) else 8
-    raster = swap_raster(problem) if c.swap_ab and c.tile_n in SWAP_WIDE else "m"
+    raster = heuristic_raster(problem, c)
     return c.raster != raster or c.group != group or not c.persistent or c.epilogue != want
 
 
@@ -424,8 +422,8 @@ def _ranked(problem: Problem) -> list[R8Config]:
 def _heuristic(problem: Problem) -> R8Config:
     """The cheapest config (``harness.tile_cost``) among the non-variants that
     ``heuristic_allows`` (swap-AB exactly when M <= 64 < N with the narrowest cover, narrow
-    tiles only as the cover of the short side, splits keeping >= 512 of K, raster m or a
-    wide swap's ``swap_raster``) on a cluster ``HEURISTIC_CLUSTERS`` allows. Ties go to the
+    tiles only as the cover of the short side, splits keeping >= 512 of K,
+    ``heuristic_raster``'s raster) on a cluster ``HEURISTIC_CLUSTERS`` allows. Ties go to the
     larger tile, then cluster 2, then no split and no stream-K."""
 
     def allowed(c: R8Config) -> bool:
