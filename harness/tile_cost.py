@@ -244,6 +244,7 @@ class TileCostModel:
     others. Each work unit a program runs costs ``unit_s`` (ring refill, epilogue); a kernel
     costs ``launch_s``. Split-K adds the reduce kernel (launch + the fp32 workspace's round
     trip); stream-K adds each program's partial tiles (stored from registers) and the reduce.
+    A grid smaller than the GPU runs its MMAs ``idle_boost`` faster per fraction of SMs idle.
     The constants are fitted (:func:`fit`); docs/design.md says on what.
     """
 
@@ -260,6 +261,10 @@ class TileCostModel:
     #: MMA rate of a swapped tile wider than the narrow covers (M on the wgmma N side, D
     #: stored transposed) relative to the same tile unswapped.
     swap_gain: float = 1.0
+    #: MMA rate gained per fraction of the SMs a grid leaves idle (a grid of half the SMs runs
+    #: each at 1 + idle_boost / 2 the rate): a partial wave draws less power, so the SMs that
+    #: run it clock higher on a power-limited GPU and share L2 and DRAM among fewer. 0 = none.
+    idle_boost: float = 0.0
     efficiency: Mapping[tuple[int, int], float] = field(
         default_factory=lambda: dict(HOPPER_TILE_EFFICIENCY)
     )
@@ -294,6 +299,8 @@ class TileCostModel:
         eff = self.tile_efficiency(tm, tn)
         eff *= self.cluster2_gain if config.cluster == 2 else 1.0
         eff *= self.swap_gain if config.wide_swap else 1.0
+        if not config.stream_k:  # stream-K's grid is every SM
+            eff *= 1.0 + self.idle_boost * max(0.0, 1.0 - config.ctas(problem) / self.num_sms)
         mma = steps * 2 * tm * tn * block_k / (eff * self.peak_flops / self.num_sms)
         row_tiles, col_tiles = cdiv(rows, tm), cdiv(cols, tn)
         cold = (tm / col_tiles + tn / row_tiles) * block_k * elem
@@ -355,7 +362,11 @@ _FITTED = (
     "overlap_loss",
     "cluster2_gain",
     "swap_gain",
+    "idle_boost",
 )
+
+#: Where :func:`fit` starts a constant that is 0 in its base (a log-scale step cannot leave 0).
+_FIT_START = {"idle_boost": 0.1}
 
 #: The machine the rung-8 heuristics count against (the launch itself uses the real SM count).
 HOPPER = TileCostModel()
@@ -524,7 +535,9 @@ def fit(
     names = [n for n in base.params() if not n.startswith("eff:")]
     names += [f"eff:{r}x{c}" for r, c in sorted(used)]
     # A tile timed for the first time starts from its interpolated efficiency.
-    model = base.with_params({f"eff:{r}x{c}": base.tile_efficiency(r, c) for r, c in used})
+    start = {f"eff:{r}x{c}": base.tile_efficiency(r, c) for r, c in used}
+    start.update({n: v for n, v in _FIT_START.items() if not base.params()[n]})
+    model = base.with_params(start)
     best = _loss(model, samples, block_k)
     step = 0.5  # log-scale step, halved each round
     for _ in range(rounds):
@@ -534,7 +547,7 @@ def fit(
                 value = model.params()[name]
                 for factor in (math.exp(step), math.exp(-step)):
                     trial_value = value * factor
-                    if name.startswith("eff:") or name == "overlap_loss":
+                    if name.startswith("eff:") or name in ("overlap_loss", "idle_boost"):
                         trial_value = min(trial_value, 1.0)
                     if name == "swap_gain":
                         trial_value = min(max(trial_value, 0.7), 1.1)

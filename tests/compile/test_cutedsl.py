@@ -443,8 +443,10 @@ def test_r8_select_on_the_sweep() -> None:
         c = kernel.select(p)
         assert c == r8._heuristic(p) and c in kernel.configs
         assert kernel.supports(p, c) is None
-        assert c.swap_ab == (p.m <= 16), p.key  # small M: N fills the wgmma M side
-        if c.swap_ab:  # Gluon rung 8's decode tile: 16 columns (covers M), 64/128 rows of N
+        # small M: N fills the wgmma M side; a mid-size M only as a wide swap that fits it
+        assert (c.swap_ab and not c.wide_swap) == (p.m <= 16), p.key
+        assert not c.wide_swap or swap_fits(p, c.tile_n), (p.key, c.name)
+        if c.swap_ab and not c.wide_swap:  # Gluon rung 8's decode tile: 16 columns (covers M)
             assert c.tile_n == 16 and c.cluster == 1 and c.epilogue == "serial"
         units = c.ctas(p)
         # Enough work units for nearly half a wave, unless the problem is too small to split:

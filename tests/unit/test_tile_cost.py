@@ -126,6 +126,20 @@ def test_cluster_split_and_tile_size_move_the_estimate_the_right_way() -> None:
     assert split >= HOPPER.reduce_launch_s + 2 * ws / HOPPER.hbm_bytes_per_s
 
 
+def test_a_grid_smaller_than_the_gpu_runs_its_mmas_faster_by_the_idle_boost() -> None:
+    """``idle_boost``: a grid that leaves a fraction f of the SMs idle runs its MMAs 1 + boost x f
+    times as fast (a partial wave clocks higher on a power-limited GPU); a full grid and
+    stream-K (every SM) are unchanged."""
+    flat = TileCostModel(overlap_loss=0.0, launch_s=0.0, unit_s=0.0)
+    boosted = dataclasses.replace(flat, idle_boost=0.5)
+    half = {"m": 6 * 128, "n": 11 * 256, "k": 16384}  # 66 tiles of 128x256: half the SMs
+    assert GemmConfig(128, 256, 1).ctas(Problem(**half)) == HOPPER.num_sms // 2
+    assert _s(flat, **half) == pytest.approx(1.25 * _s(boosted, **half))  # MMA-bound
+    full = {"m": 12 * 128, "n": 11 * 256, "k": 16384}  # 132 tiles: every SM
+    assert _s(boosted, **full) == _s(flat, **full)
+    assert _s(boosted, **half, stream_k=True) == _s(flat, **half, stream_k=True)
+
+
 def test_decode_is_bound_by_streaming_the_weights() -> None:
     kw = {"m": 1, "n": 8192, "k": 8192, "swap_ab": True, "tile_m": 64, "tile_n": 16}
     t = _s(**kw)
@@ -269,6 +283,18 @@ def test_fit_recovers_constants_that_generated_the_timings() -> None:
     errors, regrets = evaluate(fitted, data)
     assert max(before) > 0.15 and max(errors) < 0.03
     assert max(r for _, r in regrets) < 0.01
+
+
+def test_fit_moves_the_idle_boost_off_zero_when_the_timings_show_one() -> None:
+    """A log-scale step cannot leave 0, so the fit starts a zero ``idle_boost`` from a small
+    value; timings made with a boost bring it back, timings made without keep it small."""
+    truth = HOPPER.with_params({"idle_boost": 0.4})
+    assert HOPPER.idle_boost == 0.0
+    fitted = fit(_synthetic(truth), rounds=8)
+    assert fitted.idle_boost == pytest.approx(0.4, abs=0.08)
+    errors, _ = evaluate(fitted, _synthetic(truth))
+    assert max(errors) < 0.03
+    assert fit(_synthetic(HOPPER), rounds=8).idle_boost < 0.05
 
 
 def test_cross_validation_never_tests_on_a_problem_it_fitted() -> None:
