@@ -366,8 +366,9 @@ def _variant(problem: Problem, c: R8Config) -> bool:
 
 
 #: The shared cost model with this kernel family's constants: ``python -m harness fit-cost
-#: reports/results --backend cutedsl`` (the H200 tuning runs there: the sweep grid's and
-#: ``tune-r8-random10{1,2,3}-cutedsl-h200-2026112*``; README, "Cost model"). A tile no run
+#: reports/results --backend cutedsl`` (the H200 tuning runs there: the sweep grid's,
+#: ``tune-r8-random10{1,2,3}-cutedsl-h200-2026112*`` and ``tune-r8-{mid,sk,mid2,retime}-cutedsl-*``;
+#: README, "Cost model" and "Sixth version"). A tile no run
 #: timed takes its neighbours' efficiency (``TileCostModel.tile_efficiency``).
 COST = HOPPER.with_params(
     {
