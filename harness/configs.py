@@ -97,8 +97,20 @@ def check_request(menu: list[str] | tuple[str, ...], request: str) -> str | None
     if unknown:
         return f"unknown knob(s) {', '.join(unknown)}; the knobs are {', '.join(entries[0])}"
     if not any(all(e.get(k) == v for k, v in want.items()) for e in entries):
-        return f"no config on the menu has {request}; the menu: {'; '.join(menu)}"
+        return f"no config on the menu has {request}; {_nearest(menu, want)}"
     return None
+
+
+def _nearest(menu: Sequence[str], want: dict[str, str], count: int = 3) -> str:
+    """One line for an error: the menu's size and the ``count`` entries that share the most
+    knob values with ``want`` (a menu runs to hundreds of names)."""
+
+    def shared(name: str) -> int:
+        entry = parse_pairs(name)
+        return sum(entry.get(k) == v for k, v in want.items())
+
+    best = sorted(menu, key=lambda name: -shared(name))[:count]
+    return f"{len(menu)} entries, the nearest: {'; '.join(best)}"
 
 
 class KernelConfig:
@@ -344,8 +356,9 @@ def resolve_config(kernel: Any, problem: Problem, request: str | None) -> Kernel
         return base
     cfg = base.with_overrides(request)
     if cfg not in menu:
+        names = _names(menu)
         raise ValueError(
-            f"config {cfg.name} is not on the menu; choose from: {', '.join(_names(menu))}"
+            f"config {cfg.name} is not on the menu; {_nearest(names, parse_pairs(cfg.name))}"
         )
     return cfg
 

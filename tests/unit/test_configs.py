@@ -157,6 +157,14 @@ def test_config_requests_are_checked_on_names_alone() -> None:
     assert "expected k=v" in check_request(names, "fast")
 
 
+def test_a_request_off_a_long_menu_names_the_nearest_entries_not_the_whole_menu() -> None:
+    """Rung-8 menus run to hundreds of names: the error stays one short line."""
+    names = [f"tile={t},split={s},raster={r}" for t in range(100) for s in (1, 2) for r in "mn"]
+    why = check_request(names, "tile=7,split=3,raster=n")
+    assert why is not None and len(why) < 300
+    assert "400 entries" in why and "tile=7,split=1,raster=n" in why
+
+
 # -- tune-table --------------------------------------------------------------------------------
 SPEC = KernelSpec("x", "r7", Rung.MULTI_CONSUMER, "sm_90a", "d", module="tmpkernels.r7")
 
