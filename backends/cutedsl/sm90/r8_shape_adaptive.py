@@ -224,8 +224,9 @@ def _menu() -> tuple[R8Config, ...]:
                 R8Config(tm, tn, 1, swap_ab=True, split_k=s, epilogue="serial")
                 for s in (1, 2, 4, 8)
             ]
-    # Wide swapped tiles for a mid-size M (65 .. 1024): M on the wgmma N side, whose width
-    # steps by 16, so M's share of one to four column tiles is covered within 15 rows; 64
+    # Wide swapped tiles for a mid-size M (65 .. 2048): M on the wgmma N side, whose width
+    # steps by 16, so M's share of up to eight column tiles (``swap_fits``) is covered within
+    # 15 rows a column; 64
     # rows of N a CTA (one consumer warpgroup) where 128 would leave too few CTAs.
     for tm in (128, 64):
         for tn in SWAP_WIDE:
