@@ -57,6 +57,9 @@ BACKENDS: dict[str, tuple[str, str]] = {
 #: Backends whose DSL itself depends on torch: without a GPU their venvs get the CPU build first,
 #: so that pip never fetches a CUDA torch where nothing runs.
 DSL_NEEDS_TORCH = {"tilus"}
+#: tests/network resolves the install sets with ``pip install --dry-run``; before pip 25.3 a dry
+#: run downloads every wheel it would install (pypa/pip#12603), about 4 GB of CUDA wheels per set.
+RESOLVING_PIP = "pip>=25.3"
 #: Extras every bench environment adds: the CUDA torch + NVML (`gpu`), matplotlib (`report`).
 BENCH_EXTRAS = "gpu,report"
 #: The reference backend: no code of ours to compile, so no compile tests and no codegen.
@@ -208,6 +211,8 @@ def tests(session: nox.Session, part: str) -> None:
     pytest = [_python(session), "-m", "pytest"]
     if part == "network":  # the install sets resolved on the index; skipped offline
         _install(session, "test")
+        if not _provisioned(session):  # the pip that resolves without downloading the wheels
+            session.install(RESOLVING_PIP)
         session.run(*pytest, "tests/network", *session.posargs)
         return
     if part == "cluster":  # the Ray executor, on logical GPUs: no GPU needed

@@ -3,20 +3,22 @@
 ``nox -s bench`` installs ``.[<extras>,gpu,report]`` into each backend's venv (``BACKENDS`` and
 ``BENCH_EXTRAS`` in noxfile.py, read here with ``ast``: nox is not imported). This test asks pip
 to resolve each set for that backend's Python on Linux x86_64 without installing anything
-(``pip install --dry-run --report``), ignoring pip's config files so that only the index
-decides, and checks that the set holds one version of each distribution, a CUDA build of torch,
-the Triton the Gluon kernels need, and that every requirement of every member is met by the set
+(``pip install --dry-run --report``, reading each wheel's metadata rather than the wheel:
+``METADATA_ONLY``), ignoring pip's config files so that only the index decides, and checks that
+the set holds one version of each distribution, a CUDA build of torch, the Triton the Gluon
+kernels need, and that every requirement of every member is met by the set
 (what ``pip check`` would say after installing it).
 
 Needs the package index, so it lives apart from the unit tests (``tests/network``, marker
 ``network``; ``nox -s "tests(network)"`` runs it, and CI with it): skipped with
 ``GEMM_STUDY_OFFLINE=1`` (the offline GPU host) and when the index does not answer. Each
-resolution takes about 25 s; they run in parallel.
+resolution takes a few seconds; they run in parallel.
 """
 
 from __future__ import annotations
 
 import ast
+import importlib.metadata
 import importlib.util
 import json
 import os
@@ -60,13 +62,19 @@ KEEP_PIP_ENV = {
     "PIP_CACHE_DIR",
     "PIP_DISABLE_PIP_VERSION_CHECK",
 }
+# Read each wheel's METADATA with HTTP range requests instead of downloading it: an index that
+# serves no PEP 658 metadata files otherwise makes pip fetch every wheel whole, about 4 GB of
+# CUDA wheels per set (torch, cuDNN, NCCL, ...) and five sets at once, which filled a CI
+# machine's disk (Errno 28). The resolver is the same; only how it reads metadata changes, and
+# pip falls back to a whole download where the server refuses ranges. No cache: nothing is kept.
+METADATA_ONLY = ("--use-feature=fast-deps", "--no-cache-dir")
 # Files of the project that determine its metadata (copied, so that concurrent resolutions do
 # not build egg-info in the same tree, and nothing is written into the checkout).
 PROJECT_FILES = ("pyproject.toml", "README.md", "setup.py", "setup.cfg")
 
 
-def _noxfile_tables() -> tuple[dict[str, tuple[str, str]], str]:
-    """``BACKENDS`` and ``BENCH_EXTRAS`` as the noxfile defines them (literals)."""
+def _noxfile_tables() -> tuple[dict[str, tuple[str, str]], str, str]:
+    """``BACKENDS``, ``BENCH_EXTRAS`` and ``RESOLVING_PIP`` as the noxfile defines them."""
     tree = ast.parse((ROOT / "noxfile.py").read_text())
     found: dict[str, Any] = {}
     for node in tree.body:
@@ -80,13 +88,16 @@ def _noxfile_tables() -> tuple[dict[str, tuple[str, str]], str]:
             name, value = node.targets[0].id, node.value
         else:
             continue
-        if name in ("BACKENDS", "BENCH_EXTRAS") and value is not None:
+        if name in NOXFILE_TABLES and value is not None:
             found[name] = ast.literal_eval(value)
-    assert set(found) == {"BACKENDS", "BENCH_EXTRAS"}, "noxfile.py: BACKENDS/BENCH_EXTRAS moved"
-    return found["BACKENDS"], found["BENCH_EXTRAS"]
+    assert set(found) == set(NOXFILE_TABLES), f"noxfile.py: one of {NOXFILE_TABLES} moved"
+    return found["BACKENDS"], found["BENCH_EXTRAS"], found["RESOLVING_PIP"]
 
 
-BACKENDS, BENCH_EXTRAS = _noxfile_tables()
+NOXFILE_TABLES = ("BACKENDS", "BENCH_EXTRAS", "RESOLVING_PIP")
+BACKENDS, BENCH_EXTRAS, RESOLVING_PIP = _noxfile_tables()
+# The oldest pip whose --dry-run does not download every wheel after resolving (pypa/pip#12603).
+MIN_PIP = min(Version(s.version) for s in Requirement(RESOLVING_PIP).specifier)
 
 
 def _extras(backend: str) -> list[str]:
@@ -135,6 +146,7 @@ def _resolve(backend: str, workdir: Path) -> dict[str, Any]:
     report = workdir / "report.json"
     cmd = [
         sys.executable, "-m", "pip", "install", "--dry-run", "--ignore-installed",
+        *METADATA_ONLY,
         "--report", str(report), "--target", str(workdir / "target"),
         "--python-version", BACKENDS[backend][0], "--only-binary=:all:",
         *(f"--platform={p}" for p in PLATFORMS),
@@ -159,6 +171,12 @@ def resolutions(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str,
         pytest.skip(why)
     if importlib.util.find_spec("pip") is None:
         pytest.skip(f"pip is not installed in {sys.executable}")
+    pip = Version(importlib.metadata.version("pip"))
+    if pip < MIN_PIP:  # a failure, not a skip: CI must not pass by resolving nothing
+        pytest.fail(
+            f"pip {pip} in {sys.executable} downloads every wheel in --dry-run (pypa/pip#12603,"
+            f" fixed in {MIN_PIP}); install {MIN_PIP} or newer (nox -s 'tests(network)' does)"
+        )
     base = tmp_path_factory.mktemp("install-sets")
     with ThreadPoolExecutor(max_workers=len(BACKENDS)) as pool:
         futures = {b: pool.submit(_resolve, b, base / b) for b in BACKENDS}
