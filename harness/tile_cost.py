@@ -36,6 +36,7 @@ from harness.gemm import Problem, cdiv, element_size
 
 __all__ = [
     "HOPPER",
+    "SWAP_ALIGN",
     "GemmConfig",
     "Sample",
     "StreamK",
@@ -427,8 +428,10 @@ def swap_cover(problem: Problem) -> int | None:
     return next(w for w in NARROW if w >= problem.m)
 
 
-#: A wide swapped tile's width: M's share of its column tiles, rounded up to this.
-SWAP_ALIGN = 16
+#: A wide swapped tile's width: M's share of its column tiles, rounded up to this — the wgmma
+#: N step (8 for fp16/bf16), as cuBLAS's own swapped tiles do on Hopper (667x4096x14336: its
+#: kernel's tile is 128x168, M in 4 x 168; docs/design.md, "Why wide swapped tiles").
+SWAP_ALIGN = 8
 #: The most column tiles a wide swapped config splits M into (beyond, M is no short side).
 MAX_SWAP_COLUMNS = 8
 
@@ -436,7 +439,8 @@ MAX_SWAP_COLUMNS = 8
 def swap_fits(problem: Problem, tile_n: int) -> bool:
     """A swapped tile wider than ``NARROW`` fits ``problem`` when M (> 64, shorter than N) is
     its short side and the width is M's share of the column tiles it takes, rounded up to
-    ``SWAP_ALIGN``: 338 rows as 2 x 176, not 3 x 128 or 2 x 192 (padding is MMA work)."""
+    ``SWAP_ALIGN``: 338 rows as 2 x 176 or 3 x 120, not 3 x 128 or 2 x 184 (padding is MMA
+    work)."""
     m = problem.m
     if not max(NARROW) < m < problem.n or tile_n <= max(NARROW):
         return False

@@ -17,13 +17,23 @@
    same scheduler with a group of 8 and are left as they were measured (no padding on the
    square and K-sweep shapes; 1.2-2x the units on ragged ones such as 4095x4097, which are
    checked, not timed).
+
+2. **``cute.slice_`` aborts on a ring whose rows are an odd number of 8-row swizzle groups.**
+   Slicing one stage out of a staged 128-byte-swizzled K-major layout of 16-bit elements,
+   ``cute.slice_(layout, (None, None, 0))``, kills the process (SIGABRT inside the MLIR op
+   builder, no Python error) when the tile's row count is an odd multiple of 8: 72, 88, ...,
+   168 rows, i.e. shapes ((8, 9), ...) to ((8, 21), ...); 80 or 176 rows slice fine. The
+   layout itself is well formed (``cute.select`` of its first two modes gives the same
+   one-stage layout, and TMA and wgmma take it). Rung 8's wide swapped tiles have such widths
+   (``SWAP_WIDE``: M's share rounded to the wgmma N step of 8), so it takes a stage's layout
+   with :func:`stage_layout`. Seen compiling offline (no GPU needed); not reported upstream yet.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["padded_unit"]
+__all__ = ["padded_unit", "stage_layout"]
 
 
 def padded_unit(work: Any, tiles_m: Any, tiles_n: Any, rank_m: Any) -> Any:
@@ -32,3 +42,12 @@ def padded_unit(work: Any, tiles_m: Any, tiles_n: Any, rank_m: Any) -> Any:
     they skip the same units. Traced inline into the kernel (a DSL boolean)."""
     tile_m, tile_n, _ = work.tile_idx
     return (tile_n >= tiles_n) | (tile_m - rank_m >= tiles_m)
+
+
+def stage_layout(staged: Any) -> Any:
+    """One stage, (rows, k), of a staged (rows, k, stages) shared-memory layout, swizzle kept:
+    what ``cute.slice_(staged, (None, None, 0))`` would give, without its abort on an odd
+    number of 8-row groups (defect 2)."""
+    import cutlass.cute as cute
+
+    return cute.select(staged, mode=[0, 1])

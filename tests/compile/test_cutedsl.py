@@ -246,6 +246,22 @@ R8_PATHS = {
         (_TMA_STORE,),
         1,
     ),
+    # widths that are multiples of 8, not 16 (the wgmma N step): M = 667 as 4 x 168, in pairs
+    "swap_wide_n168_cluster2": (
+        Problem(667, 4096, 14336, "fp16"),
+        "",
+        ("wgmma.mma_async.sync.aligned.m64n168k16", _TMA_LOAD, _MULTICAST, "st.global.b16"),
+        (_TMA_STORE,),
+        1,
+    ),
+    # ... the narrowest, 72 (M = 69), split in two: fp32 partials, then the reduce
+    "swap_wide_n72_split_k": (
+        Problem(69, 4608, 36864, "bf16"),
+        "",
+        ("wgmma.mma_async.sync.aligned.m64n72k16", "st.global.b32", "ld.global.b32"),
+        (_TMA_STORE, _MULTICAST),
+        2,
+    ),
     # a group whose padding would add a round of tiles: the same tile, ungrouped
     "ungrouped_128x256": (
         Problem(668, 5120, 14336, "fp16"),
@@ -703,9 +719,10 @@ def test_r8_menu_fits_shared_memory() -> None:
             assert (c.tile_n // r8.EPI_N) % g.epi_stages == 0, c.name  # whole buffer rounds
     g = r8.Gemm(HOPPER.num_sms, True, r8.R8Config(128, 192, 2))
     assert (g.epi_stages, g.num_stages) == (6, 4)
-    # 105 curated entries, 72 wide swapped tiles and their 72 raster-n twins, 29 ungrouped
-    # twins of the data-parallel ones: 278
-    assert len(r8.MENU) <= 310, "a curated menu, not a cartesian product"
+    # 105 curated entries, 144 wide swapped tiles (24 widths, 72..256 in the wgmma N step of
+    # 8, x 64/128 rows x cluster 1, 2 or split 2) and their 144 raster-n twins, 29 ungrouped
+    # twins of the data-parallel ones: 422
+    assert len(r8.MENU) <= 430, "a curated menu, not a cartesian product"
 
 
 def test_r8_picks_64_row_wide_swaps_only_where_128_rows_leave_sms_idle() -> None:

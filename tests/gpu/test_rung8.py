@@ -109,8 +109,10 @@ def test_stream_k_and_new_tiles_are_correct(spec: KernelSpec) -> None:
 
 #: Mid-size M for the wide swapped tiles: ragged M, N and K, one to four column tiles of M.
 MID_M = ["77x3000x512", "100x4104x2048", "338x8192x1000", "555x5000x1032", "1000x4096x4096"]
-#: Widths of the wide swapped tiles checked: the narrowest, one not a power of two, the widest.
-WIDE = ("80", "176", "256")
+#: Widths of the wide swapped tiles checked: the narrowest, an odd multiple of the wgmma N step
+#: of 8 (its ring has an odd number of 8-row swizzle groups: ``_workarounds``, defect 2 of the
+#: CuTeDSL backend), the widest.
+WIDE = ("72", "168", "256")
 
 
 @pytest.mark.parametrize("spec", SPECS, ids=[s.id for s in SPECS])

@@ -196,8 +196,11 @@ def test_heuristic_rules_and_the_cheapest_allowed() -> None:
 def test_a_wide_swapped_tile_fits_a_mid_size_m_tightly() -> None:
     mid = Problem(338, 8192, 8192)
     assert swap_fits(mid, 176)  # 2 x 176 = 352 rows for 338
-    assert swap_fits(mid, 128)  # 3 x 128 = 384: three columns, each as narrow as it can be
-    assert not swap_fits(mid, 192)  # 2 x 192 pads 46 rows where 176 pads 14
+    assert swap_fits(mid, 120)  # 3 x 120 = 360: three columns, each as narrow as it can be
+    assert not swap_fits(mid, 128)  # 3 x 128 pads 46 rows where 120 pads 22
+    assert not swap_fits(mid, 184)  # 2 x 184 pads 30 rows where 176 pads 14
+    assert swap_fits(Problem(667, 4096, 14336), 168)  # cuBLAS's width there: 4 x 168
+    assert not swap_fits(Problem(667, 4096, 14336), 176)  # a multiple of 16 pads 37 rows
     assert not swap_fits(mid, 64)  # a narrow width is the decode rule's, not this one
     assert not swap_fits(Problem(338, 300, 8192), 176)  # M is no short side
     assert not swap_fits(Problem(64, 8192, 8192), 80)  # M <= 64: the narrow covers
@@ -205,13 +208,13 @@ def test_a_wide_swapped_tile_fits_a_mid_size_m_tightly() -> None:
     assert heuristic_allows(mid, GemmConfig(128, 176, 2, swap_ab=True))
     assert not heuristic_allows(mid, GemmConfig(128, 192, 2, swap_ab=True))
     assert not heuristic_allows(mid, GemmConfig(128, 64, 1, swap_ab=True))  # no narrow cover
-    # every M in 65..2048 below N has a fitting width of 80..256 in steps of 16
-    widths = range(80, 257, 16)
+    # every M in 65..2048 below N has a fitting width of 72..256 in steps of 8 (the wgmma N)
+    widths = range(72, 257, 8)
     for m in range(65, 2049):
         fits = [w for w in widths if swap_fits(Problem(m, 8192, 4096), w)]
         assert fits, m
         for w in fits:
-            assert 0 <= cdiv(m, w) * w - m < 16 * cdiv(m, w)  # under 16 rows a column padded
+            assert 0 <= cdiv(m, w) * w - m < 8 * cdiv(m, w)  # under 8 rows a column padded
 
 
 def test_a_wide_swap_walks_d_m_first_only_where_b_outgrows_l2() -> None:
@@ -223,7 +226,7 @@ def test_a_wide_swap_walks_d_m_first_only_where_b_outgrows_l2() -> None:
     assert swap_raster(Problem(300, edge, 1)) == "n"
     assert swap_raster(Problem(300, edge + 8, 1)) == "m"
     for problem, raster in ((big, "m"), (small, "n")):
-        c = GemmConfig(128, 144 if problem is big else 224, 2, swap_ab=True)
+        c = GemmConfig(128, 136 if problem is big else 216, 2, swap_ab=True)
         assert heuristic_allows(problem, dataclasses.replace(c, raster=raster))
         other = "n" if raster == "m" else "m"
         assert not heuristic_allows(problem, dataclasses.replace(c, raster=other))

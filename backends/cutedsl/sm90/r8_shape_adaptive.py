@@ -126,7 +126,7 @@ from cutlass.tensor_utils import LayoutEnum
 from backends.cutedsl import spec
 from backends.cutedsl._host import DEFAULT_NUM_SMS, CuteDslKernel, tma_store_variant
 from backends.cutedsl._operands import operand_tensors
-from backends.cutedsl._workarounds import padded_unit
+from backends.cutedsl._workarounds import padded_unit, stage_layout
 from backends.cutedsl.sm90._epilogue import (
     EpilogueConfig,
     TmaStoreEpilogue,
@@ -137,6 +137,7 @@ from backends.cutedsl.sm90.r7_multi_consumer import mma_k_tile
 from harness.protocol import ConfigSpace, Problem, cdiv
 from harness.tile_cost import (
     HOPPER,
+    SWAP_ALIGN,
     GemmConfig,
     StreamK,
     cheapest,
@@ -190,8 +191,9 @@ STREAM_K_TILES = (
 )
 
 
-#: Widths of the wide swapped tiles (``harness.tile_cost.swap_fits``: M's share, rounded to 16).
-SWAP_WIDE = tuple(range(80, 257, 16))
+#: Widths of the wide swapped tiles (``harness.tile_cost.swap_fits``: M's share, rounded up to
+#: the wgmma N step of 8).
+SWAP_WIDE = tuple(range(72, 257, SWAP_ALIGN))
 
 
 def _menu() -> tuple[R8Config, ...]:
@@ -225,9 +227,9 @@ def _menu() -> tuple[R8Config, ...]:
                 for s in (1, 2, 4, 8)
             ]
     # Wide swapped tiles for a mid-size M (65 .. 2048): M on the wgmma N side, whose width
-    # steps by 16, so M's share of up to eight column tiles (``swap_fits``) is covered within
-    # 15 rows a column; 64
-    # rows of N a CTA (one consumer warpgroup) where 128 would leave too few CTAs.
+    # steps by 8, so M's share of up to eight column tiles (``swap_fits``) is covered within
+    # 7 rows a column; 64 rows of N a CTA (one consumer warpgroup) where 128 would leave too
+    # few CTAs.
     for tm in (128, 64):
         for tn in SWAP_WIDE:
             menu += [R8Config(tm, tn, c, swap_ab=True, epilogue="serial") for c in (1, 2)]
@@ -609,8 +611,8 @@ class Gemm:
         self.shared_storage = SharedStorage
 
         # TMA loads: A plain, B multicast over the cluster (each CTA issues 1/cluster of it).
-        a_smem = cute.slice_(sA_layout, (None, None, 0))
-        b_smem = cute.slice_(sB_layout, (None, None, 0))
+        # One stage's layout by ``stage_layout`` (a 168-row ring aborts ``cute.slice_``).
+        a_smem, b_smem = stage_layout(sA_layout), stage_layout(sB_layout)
         tma_a, gA_tma = cpasync.make_tiled_tma_atom(
             cpasync.CopyBulkTensorTileG2SOp(), mA, a_smem, (self.tile_m, BLOCK_K)
         )
@@ -803,9 +805,9 @@ class Gemm:
         sB = storage.sB.get_tensor(sB_layout.outer, swizzle=sB_layout.inner)
 
         # -- barriers (table in the module docstring) -------------------------------------------
-        stage_bytes = cute.size_in_bytes(
-            self.dtype, cute.slice_(sA_layout, (None, None, 0))
-        ) + cute.size_in_bytes(self.dtype, cute.slice_(sB_layout, (None, None, 0)))
+        stage_bytes = cute.size_in_bytes(self.dtype, stage_layout(sA_layout)) + cute.size_in_bytes(
+            self.dtype, stage_layout(sB_layout)
+        )
         consumer_arrivals = self.cluster_m * self.num_consumers * (THREADS_PER_WG // 32)
         ab_pipe = pipeline.PipelineTmaAsync.create(
             barrier_storage=storage.ab_barriers.data_ptr(),
