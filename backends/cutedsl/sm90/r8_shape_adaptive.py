@@ -58,7 +58,7 @@ its configs take the TMA-store column):
     128x16/32/64  18/20/24 KiB  -        -                  12/11/9   (swap_ab: tile_n covers M)
     64x16/32/64   10/12/16 KiB  -        -                     12
     64xW, 128xW  (64 or 128 + W) x 128 B  -   -     min(12, 226 KiB / stage)   (wide swaps,
-                 W = 80..256: 64x144 26 KiB, 8 stages; 128x256 48 KiB, 4)
+                 W = 72..256: 64x144 26 KiB, 8 stages; 128x256 48 KiB, 4)
 
 Barriers (as rung 7; one pair per stage, counts are arrivals per phase):
 
@@ -199,8 +199,8 @@ SWAP_WIDE = tuple(range(72, 257, SWAP_ALIGN))
 def _menu() -> tuple[R8Config, ...]:
     """The curated menu: rung 7's family, then smaller tiles (cluster, grid and split
     variants), the 160- and 192-wide tiles, the swap-AB family for small M (16, 32 or 64
-    columns: the narrowest that covers M) and for mid-size M (80 to 256 columns in steps of
-    16), then stream-K. Every heuristic choice is on it."""
+    columns: the narrowest that covers M) and for mid-size M (72 to 256 columns in steps of
+    8), then stream-K. Every heuristic choice is on it."""
     menu = [
         R8Config(128, 256, 2, raster=raster, group=group, epilogue=epilogue)
         for group in (4, 8, 16)
