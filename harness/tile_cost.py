@@ -36,6 +36,7 @@ from harness.gemm import Problem, cdiv, element_size
 
 __all__ = [
     "HOPPER",
+    "NARROW",
     "SWAP_ALIGN",
     "GemmConfig",
     "Sample",

@@ -22,7 +22,7 @@
    Slicing one stage out of a staged 128-byte-swizzled K-major layout of 16-bit elements,
    ``cute.slice_(layout, (None, None, 0))``, kills the process (SIGABRT inside the MLIR op
    builder, no Python error) when the tile's row count is an odd multiple of 8: 72, 88, ...,
-   168 rows, i.e. shapes ((8, 9), ...) to ((8, 21), ...); 80 or 176 rows slice fine. The
+   248 rows, i.e. shapes ((8, 9), ...) to ((8, 31), ...); 80 or 176 rows slice fine. The
    layout itself is well formed (``cute.select`` of its first two modes gives the same
    one-stage layout, and TMA and wgmma take it). Rung 8's wide swapped tiles have such widths
    (``SWAP_WIDE``: M's share rounded to the wgmma N step of 8), so it takes a stage's layout

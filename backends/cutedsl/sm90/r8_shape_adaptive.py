@@ -137,6 +137,7 @@ from backends.cutedsl.sm90.r7_multi_consumer import mma_k_tile
 from harness.protocol import ConfigSpace, Problem, cdiv
 from harness.tile_cost import (
     HOPPER,
+    NARROW,
     SWAP_ALIGN,
     GemmConfig,
     StreamK,
@@ -192,8 +193,9 @@ STREAM_K_TILES = (
 
 
 #: Widths of the wide swapped tiles (``harness.tile_cost.swap_fits``: M's share, rounded up to
-#: the wgmma N step of 8).
-SWAP_WIDE = tuple(range(72, 257, SWAP_ALIGN))
+#: ``SWAP_ALIGN``, the wgmma N step of 8): every such width above the narrow covers, up to
+#: wgmma's largest N, 256 — 72..256.
+SWAP_WIDE = tuple(range(max(NARROW) + SWAP_ALIGN, 256 + 1, SWAP_ALIGN))
 
 
 def _menu() -> tuple[R8Config, ...]:
@@ -805,8 +807,8 @@ class Gemm:
         sB = storage.sB.get_tensor(sB_layout.outer, swizzle=sB_layout.inner)
 
         # -- barriers (table in the module docstring) -------------------------------------------
-        stage_bytes = cute.size_in_bytes(self.dtype, stage_layout(sA_layout)) + cute.size_in_bytes(
-            self.dtype, stage_layout(sB_layout)
+        stage_bytes = sum(
+            cute.size_in_bytes(self.dtype, stage_layout(s)) for s in (sA_layout, sB_layout)
         )
         consumer_arrivals = self.cluster_m * self.num_consumers * (THREADS_PER_WG // 32)
         ab_pipe = pipeline.PipelineTmaAsync.create(
