@@ -60,12 +60,13 @@ class GemmConfig(KernelConfig):
     """Rung 8's knobs, the same in every backend.
 
     ``tile_m`` x ``tile_n`` is one CTA's output tile in the kernel's view: ``tile_m`` rows on
-    the wgmma M side (64 = one consumer warpgroup, 128 = two), ``tile_n`` columns on the wgmma
-    N side. With ``swap_ab`` the kernel computes D^T = B A^T, so its rows run along D's N and
-    its columns along D's M (small M on the narrow side). ``cluster`` CTAs stack along the
-    rows and share the B tile by TMA multicast. ``split_k`` splits every tile's K range evenly
-    (fp32 partials, then a reduction); ``stream_k`` keeps whole tiles for the full waves and
-    spreads the last, partial wave's k-iterations over every program (:class:`StreamK`).
+    the wgmma M side (64 = one consumer warpgroup, 128 = two, 256 = two of 128 rows each),
+    ``tile_n`` columns on the wgmma N side. With ``swap_ab`` the kernel computes D^T = B A^T,
+    so its rows run along D's N and its columns along D's M (small M on the narrow side).
+    ``cluster`` CTAs stack along the rows and share the B tile by TMA multicast. ``split_k``
+    splits every tile's K range evenly (fp32 partials, then a reduction); ``stream_k`` keeps
+    whole tiles for the full waves and spreads the last, partial wave's k-iterations over
+    every program (:class:`StreamK`).
     ``raster`` (walk D's tiles along M or N first — D's, not the kernel's view: swapped, raster
     m walks the kernel's columns first, so the tiles that read one block of B share a wave) and
     ``group`` (tile rows per L2 group) order the data-parallel tiles.

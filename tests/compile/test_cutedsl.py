@@ -262,6 +262,22 @@ R8_PATHS = {
         (_TMA_STORE, _MULTICAST),
         2,
     ),
+    # 256 rows of N a CTA: two consumer warpgroups of 128 rows, two m64 wgmma a k-block each
+    "swap_wide_256_cluster2": (
+        Problem(1116, 8192, 8192, "fp16"),
+        "tile_m=256,tile_n=144,cluster=2,swap_ab=1,split_k=1,epilogue=serial,group=8",
+        ("wgmma.mma_async.sync.aligned.m64n144k16", _TMA_LOAD, _MULTICAST, "st.global.b16"),
+        (_TMA_STORE,),
+        1,
+    ),
+    # ... the narrowest, an odd number of 8-row groups (defect 2), alone
+    "swap_wide_256_n72": (
+        Problem(69, 16384, 4096, "bf16"),
+        "tile_m=256,tile_n=72,cluster=1,swap_ab=1,split_k=1,epilogue=serial,group=8",
+        ("wgmma.mma_async.sync.aligned.m64n72k16", _TMA_LOAD, "st.global.b16"),
+        (_TMA_STORE, _MULTICAST),
+        1,
+    ),
     # a group whose padding would add a round of tiles: the same tile, ungrouped
     "ungrouped_128x256": (
         Problem(668, 5120, 14336, "fp16"),
@@ -719,10 +735,13 @@ def test_r8_menu_fits_shared_memory() -> None:
             assert (c.tile_n // r8.EPI_N) % g.epi_stages == 0, c.name  # whole buffer rounds
     g = r8.Gemm(HOPPER.num_sms, True, r8.R8Config(128, 192, 2))
     assert (g.epi_stages, g.num_stages) == (6, 4)
-    # 105 curated entries, 144 wide swapped tiles (24 widths, 72..256 in the wgmma N step of
-    # 8, x 64/128 rows x cluster 1, 2 or split 2) and their 144 raster-n twins, 29 ungrouped
-    # twins of the data-parallel ones: 422
-    assert len(r8.MENU) <= 430, "a curated menu, not a cartesian product"
+    # 256 rows of a swap: two warpgroups of 128 rows each, 256x144's 50 KiB stages four deep
+    g = r8.Gemm(HOPPER.num_sms, False, r8.R8Config(256, 144, 2, swap_ab=True, epilogue="serial"))
+    assert (g.num_consumers, g.num_stages) == (2, 4)
+    # 105 curated entries, 164 wide swapped tiles (24 widths, 72..256 in the wgmma N step of
+    # 8, x 64/128 rows x cluster 1, 2 or split 2; 10 widths, 72..144, x 256 rows x cluster 1
+    # or 2) and their 164 raster-n twins, 29 ungrouped twins of the data-parallel ones: 462
+    assert len(r8.MENU) <= 470, "a curated menu, not a cartesian product"
 
 
 def test_r8_picks_64_row_wide_swaps_only_where_128_rows_leave_sms_idle() -> None:

@@ -123,6 +123,26 @@ def test_wide_swapped_tiles_are_correct(spec: KernelSpec) -> None:
     swapped = [n for n in _menu(spec) if _values(n)["swap_ab"] == "1"]
     if all(int(_values(n)["tile_n"]) <= 64 for n in swapped):
         pytest.skip(f"not applicable: {spec.id} has no swapped tile wider than 64 columns")
-    names = [n for n in swapped if _values(n)["tile_n"] in WIDE]
+    names = [n for n in swapped if _values(n)["tile_n"] in WIDE and _values(n)["tile_m"] != "256"]
     assert names, f"{spec.id}: a wide swapped family without the widths {WIDE}"
+    _check_forced(spec, names, ["ragged", *MID_M])
+
+
+#: Widths of the 256-row wide swaps checked: the narrowest, an odd multiple of 8 (defect 2
+#: above), the widest (``SWAP_WIDE_256`` of the CuTeDSL rung 8).
+WIDE_256 = ("72", "136", "144")
+
+
+@pytest.mark.parametrize("spec", SPECS, ids=[s.id for s in SPECS])
+def test_wide_swaps_of_256_rows_are_correct(spec: KernelSpec) -> None:
+    """Every wide swapped config with 256 rows a CTA (two consumer warpgroups of 128 rows each,
+    so each thread holds two m64 blocks of accumulators) at the ``WIDE_256`` widths, both
+    clusters and rasters. A backend without 256-row tiles has nothing to check here."""
+    names = [
+        n for n in _menu(spec) if _values(n)["swap_ab"] == "1" and _values(n)["tile_m"] == "256"
+    ]
+    if not names:
+        pytest.skip(f"not applicable: {spec.id} has no 256-row swapped tile")
+    names = [n for n in names if _values(n)["tile_n"] in WIDE_256]
+    assert len(names) == 4 * len(WIDE_256), f"{spec.id}: 256-row widths {WIDE_256} missing"
     _check_forced(spec, names, ["ragged", *MID_M])

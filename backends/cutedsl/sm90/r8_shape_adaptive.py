@@ -7,7 +7,8 @@ a cluster) and makes its shape a config (``R8Config``: ``harness.tile_cost.GemmC
 knobs every DSL's rung 8 shares, plus ``persistent`` and ``epilogue``):
 
 * ``tile_m`` x ``tile_n``: the CTA tile on the wgmma M x N sides. ``tile_m`` is 64 (one consumer
-  warpgroup) or 128 (two, as rung 7); ``tile_n`` 16 to 256 (the wgmma N; 16 and 32 only swapped;
+  warpgroup), 128 (two, as rung 7) or 256 (two of 128 rows each; wide swaps up to 144 columns
+  only); ``tile_n`` 16 to 256 (the wgmma N; 16 and 32 only swapped;
   160 for N = 10240, which 128-wide tiles quantize badly; 192, a step between 128 and 256 for
   tile counts that fill the last wave better).
 * ``cluster``: 1, or 2 CTAs along M sharing the B tile by TMA multicast (rung 7).
@@ -57,8 +58,9 @@ its configs take the TMA-store column):
     64x64       16 KiB      8 KiB        8                      8
     128x16/32/64  18/20/24 KiB  -        -                  12/11/9   (swap_ab: tile_n covers M)
     64x16/32/64   10/12/16 KiB  -        -                     12
-    64xW, 128xW  (64 or 128 + W) x 128 B  -   -     min(12, 226 KiB / stage)   (wide swaps,
-                 W = 72..256: 64x144 26 KiB, 8 stages; 128x256 48 KiB, 4)
+    64xW, 128xW, 256xW  (rows + W) x 128 B  -   -   min(12, 226 KiB / stage)   (wide swaps,
+                 W = 72..256, 72..144 at 256 rows: 64x144 26 KiB, 8 stages; 128x256 48 KiB,
+                 4; 256x144 50 KiB, 4)
 
 Barriers (as rung 7; one pair per stage, counts are arrivals per phase):
 
@@ -161,6 +163,7 @@ MAX_EPI_STAGES = 4  # epilogue buffers in flight
 PRODUCER_REGS = 40  # setmaxnreg.dec for the producer warpgroup
 CONSUMER_REGS = 232  # setmaxnreg.inc for the consumer warpgroups
 THREADS_PER_WG = 128
+MAX_CONSUMERS = 2  # consumer warpgroups a CTA: 64 rows each, or 128 in a 256-row tile
 EPI_STORE_WARP = THREADS_PER_WG // 32  # first warp of the first consumer issues TMA stores
 MAX_GRID_Z = 65535  # a non-persistent grid puts its clusters on grid.z
 REDUCE_THREADS, REDUCE_VEC = 256, 4  # split-K reduce: threads a block, elements a thread
@@ -196,6 +199,10 @@ STREAM_K_TILES = (
 #: ``SWAP_ALIGN``, the wgmma N step of 8): every such width above the narrow covers, up to
 #: wgmma's largest N, 256 — 72..256.
 SWAP_WIDE = tuple(range(max(NARROW) + SWAP_ALIGN, 256 + 1, SWAP_ALIGN))
+#: The widest swapped tile with 256 rows: a thread of its two warpgroups holds W fp32
+#: accumulators (two m64nW blocks) beside the direct store's addresses, within the consumers'
+#: 232 registers up to W = 144 (152 spills 36 bytes, 192 380: ptxas 13.0).
+SWAP_WIDE_256 = 144
 
 
 def _menu() -> tuple[R8Config, ...]:
@@ -236,6 +243,12 @@ def _menu() -> tuple[R8Config, ...]:
         for tn in SWAP_WIDE:
             menu += [R8Config(tm, tn, c, swap_ab=True, epilogue="serial") for c in (1, 2)]
             menu.append(R8Config(tm, tn, 1, swap_ab=True, split_k=2, epilogue="serial"))
+    # 256 rows of N a CTA (two consumer warpgroups of 128 rows): per k-tile, each CTA loads
+    # its 256 + W rows for twice the MMA work of a 128-row tile, as cuBLAS's 256x152 tiles do
+    # at mid M; up to W = SWAP_WIDE_256, the accumulators a thread can hold (W fp32).
+    for tn in SWAP_WIDE:
+        if tn <= SWAP_WIDE_256:
+            menu += [R8Config(256, tn, c, swap_ab=True, epilogue="serial") for c in (1, 2)]
     # Their raster-n twins: the kernel's rows first, where B stays in L2 (``swap_raster``).
     menu += [dataclasses.replace(c, raster="n") for c in menu if c.wide_swap]
     # Ungrouped twins of the data-parallel tiles the heuristic picks: where the scheduler's
@@ -321,12 +334,12 @@ HEURISTIC_CLUSTERS: dict[tuple[int, int], tuple[int, ...]] = {
 
 
 def _heuristic_clusters(c: R8Config) -> tuple[int, ...]:
-    """The clusters the heuristic may pick for ``c``'s tile: a 128-row wide swapped tile
-    either (its pair shares the M-side operand), a 64-row one only alone (the pair ran slower
+    """The clusters the heuristic may pick for ``c``'s tile: a 128- or 256-row wide swapped
+    tile either (its pair shares the M-side operand), a 64-row one only alone (the pair ran slower
     at 7 of 9 tuning shapes, e.g. 140x5120x4096 64x144: 95.9 % of cuBLAS alone, 88.4 % as a
     pair), the others per ``HEURISTIC_CLUSTERS``."""
     if c.wide_swap:
-        return (1, 2) if c.tile_m == 128 else (1,)
+        return (1, 2) if c.tile_m >= 128 else (1,)
     return HEURISTIC_CLUSTERS.get((c.tile_m, c.tile_n), (1,))
 
 
@@ -417,6 +430,10 @@ COST = HOPPER.with_params(
         "eff:128x224": 0.6786,
         "eff:128x240": 0.6672,
         "eff:128x256": 0.7204,
+        # Not timed yet: their 128-row neighbours' efficiency + 0.03, so that ``bench --tune``
+        # ranks them among the configs it times (then fitted).
+        "eff:256x72": 0.548,
+        "eff:256x144": 0.744,
     }
 )
 
@@ -473,7 +490,10 @@ class Gemm:
     def __init__(self, num_sms: int, tma_store: bool, config: R8Config):
         self.config = config
         self.tile_m, self.tile_n = config.tile_m, config.tile_n
-        self.num_consumers = config.tile_m // 64
+        # One consumer warpgroup per 64 rows, at most two: a 256-row tile gives each 128 rows
+        # (two m64 wgmma a k-block), as 512 consumer threads would get 128 registers each
+        # (the file's C7602 note) and four 64-row warpgroups the same accumulators.
+        self.num_consumers = min(MAX_CONSUMERS, config.tile_m // 64)
         self.num_threads = (1 + self.num_consumers) * THREADS_PER_WG
         self.cluster_m = config.cluster
         self.cluster_mn = (config.cluster, 1)
@@ -564,7 +584,8 @@ class Gemm:
                 w_layout = cute.make_layout((rows, cols, self.split_k), stride=(n, 1, mn))
             mW = cute.make_tensor(w_ptr, w_layout)
 
-        # MMA: num_consumers warpgroups stacked along M, each m64 x tile_n over its 64 rows.
+        # MMA: num_consumers warpgroups stacked along M, each m64 x tile_n over 64 rows; a
+        # 256-row tile repeats that pair of 64-row blocks, so each warpgroup holds two of them.
         tiled_mma = sm90_utils.make_trivial_tiled_mma(
             self.dtype,
             self.dtype,
