@@ -218,12 +218,16 @@ HOPPER_TILE_EFFICIENCY: Mapping[tuple[int, int], float] = {
 
 def _interpolated(table: Mapping[tuple[int, int], float], tm: int, tn: int) -> float:
     """A tile's efficiency from ``table``: its own entry, else linear in the width between
-    the nearest entries of the same row count (the nearest one beyond the table's ends)."""
+    the nearest entries of the same row count (the nearest one beyond the table's ends); a
+    row count the table lacks takes the nearest row count's (the fewer rows on a tie)."""
     if (tm, tn) in table:
         return table[(tm, tn)]
     widths = sorted(c for r, c in table if r == tm)
     if not widths:
-        raise KeyError(f"no tile efficiency for {tm}-row tiles")
+        rows = {r for r, _ in table}
+        if not rows:
+            raise KeyError("an empty tile-efficiency table")
+        return _interpolated(table, min(rows, key=lambda r: (abs(r - tm), r)), tn)
     lo = max((w for w in widths if w < tn), default=None)
     hi = min((w for w in widths if w > tn), default=None)
     if lo is None or hi is None:

@@ -239,8 +239,9 @@ def test_an_untimed_tile_takes_its_neighbours_efficiency() -> None:
     assert model.tile_efficiency(128, 144) == pytest.approx(0.7)  # halfway
     assert model.tile_efficiency(128, 160) == 0.8  # its own entry
     assert model.tile_efficiency(128, 512) == model.tile_efficiency(128, 256)  # beyond the end
-    with pytest.raises(KeyError, match="32-row"):
-        model.tile_efficiency(32, 128)
+    assert model.tile_efficiency(32, 128) == model.tile_efficiency(64, 128)  # nearest rows
+    with pytest.raises(KeyError, match="empty"):
+        tile_cost._interpolated({}, 64, 128)
     # a swapped wide tile pays the swap factor; a narrow cover and an unswapped tile do not
     slow = model.with_params({"swap_gain": 0.5})
     p = Problem(338, 8192, 8192)
@@ -258,6 +259,26 @@ def test_fit_starts_a_tile_no_run_timed_from_its_interpolated_efficiency() -> No
     before, _ = evaluate(base, data)  # would raise KeyError if the model had no value for it
     fitted = fit(data, base, rounds=4)
     assert (128, 144) in fitted.efficiency and (128, 144) not in base.efficiency
+    errors, _ = evaluate(fitted, data)
+    assert max(before) > 0.2 and max(errors) < 0.1
+
+
+def test_a_row_count_no_run_timed_takes_the_nearest_row_counts_efficiency() -> None:
+    """A 256-row tile before any timing of one: its width's efficiency among 128-row tiles
+    (the nearest row count; the fewer rows on a tie), interpolated as they are; then fitted
+    like any new tile."""
+    base = HOPPER.with_params({"eff:64x144": 0.5, "eff:128x128": 0.6, "eff:128x160": 0.8})
+    assert base.tile_efficiency(256, 144) == pytest.approx(0.7)
+    assert base.tile_efficiency(96, 128) == base.tile_efficiency(64, 128)  # a tie: fewer rows
+    assert base.tile_efficiency(192, 144) == base.tile_efficiency(128, 144)
+    wide = GemmConfig(256, 144, 2, swap_ab=True)
+    problems = [Problem(m, 16384, 8192) for m in (300, 555, 1100)]
+    truth = base.with_params({"eff:256x144": 0.9})
+    data = [Sample(p, wide, truth.seconds(p, wide)) for p in problems]
+    before, _ = evaluate(base, data)
+    fitted = fit(data, base, rounds=4)
+    assert (256, 144) in fitted.efficiency and (256, 144) not in base.efficiency
+    assert (128, 144) not in fitted.efficiency  # its own row count's value, untouched
     errors, _ = evaluate(fitted, data)
     assert max(before) > 0.2 and max(errors) < 0.1
 
