@@ -509,6 +509,25 @@ def cmd_tune_table(args: argparse.Namespace) -> int:
 
 
 # ------------------------------------------------------------------------------------- fit-cost
+def _cost_model(module: str | None):
+    """``COST`` of a rung-8 module (e.g. ``backends.cutedsl.sm90.r8_shape_adaptive``), the
+    model a partial fit starts from (the shared ``HOPPER`` without one); a one-line error if
+    it has none."""
+    import importlib
+
+    from harness.tile_cost import HOPPER, TileCostModel
+
+    if module is None:
+        return HOPPER
+    try:
+        cost = getattr(importlib.import_module(module), "COST", None)
+    except ImportError as e:
+        raise ValueError(f"--base {module}: cannot import it ({e})") from None
+    if not isinstance(cost, TileCostModel):
+        raise ValueError(f"--base {module}: no COST cost model in that module")
+    return cost
+
+
 def cmd_fit_cost(args: argparse.Namespace) -> int:
     from harness.fitcost import report
     from harness.results import load_many
@@ -516,7 +535,15 @@ def cmd_fit_cost(args: argparse.Namespace) -> int:
 
     try:
         docs = tuning_docs(load_many(args.results, warn=_warn), _warn)
-        text = report(docs, backends=args.backend or None, folds=args.folds, rounds=args.rounds)
+        base = _cost_model(args.base)
+        text = report(
+            docs,
+            backends=args.backend or None,
+            folds=args.folds,
+            rounds=args.rounds,
+            base=base,
+            only=tuple(args.only),
+        )
     except ValueError as e:
         raise UsageError(str(e)) from None
     _print(text)
@@ -706,6 +733,20 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--folds", type=int, default=5, help="cross-validation folds (by problem)")
     p.add_argument("--rounds", type=int, default=6, help="coordinate-descent rounds")
+    p.add_argument(
+        "--base",
+        metavar="MODULE",
+        help="start from this rung-8 module's COST (e.g. backends.cutedsl.sm90."
+        "r8_shape_adaptive) instead of the shared HOPPER model",
+    )
+    p.add_argument(
+        "--only",
+        action="append",
+        default=[],
+        metavar="PATTERN",
+        help="fit only the constants matching this glob (repeatable), e.g. 'eff:256x*'; "
+        "the others keep the base's values",
+    )
     p.set_defaults(fn=cmd_fit_cost)
     return ap
 

@@ -10,13 +10,22 @@ the fitted constants to paste into ``harness.tile_cost.HOPPER``.
 from __future__ import annotations
 
 import dataclasses
+import fnmatch
 import statistics
 from collections.abc import Iterable, Sequence
 
 from harness.gemm import Problem
 from harness.protocol import Rung
 from harness.results import Document
-from harness.tile_cost import HOPPER, GemmConfig, Sample, cross_validate, evaluate, fit
+from harness.tile_cost import (
+    HOPPER,
+    GemmConfig,
+    Sample,
+    TileCostModel,
+    cross_validate,
+    evaluate,
+    fit,
+)
 
 __all__ = ["report", "samples"]
 
@@ -59,8 +68,12 @@ def report(
     backends: Sequence[str] | None = None,
     folds: int = 5,
     rounds: int = 6,
+    base: TileCostModel = HOPPER,
+    only: Sequence[str] = (),
 ) -> str:
-    """The text ``fit-cost`` prints (ValueError when the documents hold no rung-8 timing)."""
+    """The text ``fit-cost`` prints (ValueError when the documents hold no rung-8 timing).
+    ``base`` is the model the fit starts from (a backend's ``COST``), ``only`` the constants
+    it fits (``tile_cost.fit``); the report's last line says which."""
     data = samples(docs, backends)
     if not data:
         raise ValueError(
@@ -70,9 +83,9 @@ def report(
     gpus = sorted({s.source.split("@")[0] for s in data})
     problems = len({s.problem for s in data})
     lines = [f"{len(data)} timings of {problems} problems ({', '.join(gpus)})"]
-    errors, regrets = evaluate(HOPPER, data)
+    errors, regrets = evaluate(base, data)
     lines.append(_line("current constants, in sample", errors, [r for _, r in regrets]))
-    cv = cross_validate(data, folds=folds, rounds=rounds)
+    cv = cross_validate(data, base, folds=folds, rounds=rounds, only=only)
     lines.append(
         f"{folds}-fold cross-validation (fit on the other folds' problems): median |log err| "
         f"{cv.median_abs_log_err:.3f}, mean {cv.mean_abs_log_err:.3f}; first choice "
@@ -84,14 +97,14 @@ def report(
     lines += [f"    {p.key:<24} regret {100 * r:5.1f} %" for p, r in worst]
     runs = sorted({s.run for s in data})
     if len(runs) > 1:
-        by_run = cross_validate(data, rounds=rounds, by_run=True)
+        by_run = cross_validate(data, base, rounds=rounds, by_run=True, only=only)
         lines.append(
             f"leave one tuning run out ({len(runs)} runs; the estimate for a new suite): "
             f"median |log err| {by_run.median_abs_log_err:.3f}; first choice "
             f"{100 * sum(r for _, r in by_run.regrets) / max(1, len(by_run.regrets)):.1f} % "
             f"slower than the fastest timed (mean), {100 * by_run.worst_regret:.1f} % worst"
         )
-    fitted = fit(data, rounds=rounds)
+    fitted = fit(data, base, rounds=rounds, only=only)
     errors, regrets = evaluate(fitted, data)
     lines.append(_line("fitted on all, in sample", errors, [r for _, r in regrets]))
     lines.append(
@@ -102,8 +115,11 @@ def report(
     lines += [
         f'    "{name}": {value:.4g},'
         for name, value in fitted.params().items()
-        if not name.startswith("eff:") or name in used
+        if (not name.startswith("eff:") or name in used)
+        and (not only or any(fnmatch.fnmatchcase(name, pat) for pat in only))
     ]
+    if only:
+        lines.append(f"(only {', '.join(only)} fitted; every other constant kept from the base)")
     return "\n".join(lines)
 
 

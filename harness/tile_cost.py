@@ -24,6 +24,7 @@ Backends import this module and ``harness.protocol`` from the harness, nothing e
 from __future__ import annotations
 
 import dataclasses
+import fnmatch
 import math
 import random
 import statistics
@@ -537,16 +538,21 @@ def fit(
     *,
     block_k: int = 64,
     rounds: int = 6,
+    only: Sequence[str] = (),
 ) -> TileCostModel:
     """``base`` with its constants (:meth:`TileCostModel.params`; the tile efficiencies only
     for tiles in ``samples``) fitted to ``samples`` by coordinate descent on log scale,
-    minimizing the per-problem mean squared log error. Deterministic."""
+    minimizing the per-problem mean squared log error. Deterministic. ``only`` (glob patterns,
+    e.g. ``eff:256x*``) fits just the constants it names and keeps the rest of ``base``: a
+    new tile family's efficiencies against constants already fitted on more data."""
     used = {(s.config.tile_m, s.config.tile_n) for s in samples}
     names = [n for n in base.params() if not n.startswith("eff:")]
     names += [f"eff:{r}x{c}" for r, c in sorted(used)]
+    if only:
+        names = [n for n in names if any(fnmatch.fnmatchcase(n, pat) for pat in only)]
     # A tile timed for the first time starts from its interpolated efficiency.
     start = {f"eff:{r}x{c}": base.tile_efficiency(r, c) for r, c in used}
-    start.update({n: v for n, v in _FIT_START.items() if not base.params()[n]})
+    start.update({n: v for n, v in _FIT_START.items() if not base.params()[n] and n in names})
     model = base.with_params(start)
     best = _loss(model, samples, block_k)
     step = 0.5  # log-scale step, halved each round
@@ -620,6 +626,7 @@ def cross_validate(
     block_k: int = 64,
     rounds: int = 6,
     by_run: bool = False,
+    only: Sequence[str] = (),
 ) -> FoldReport:
     """K-fold by problem: fit on the other folds' problems, measure on this fold's (a problem's
     configs are never split between fit and test).
@@ -645,7 +652,7 @@ def cross_validate(
         test = [s for s in samples if fold_of[s.problem] == f]
         if not train or not test:
             continue
-        e, r = evaluate(fit(train, base, block_k=block_k, rounds=rounds), test, block_k)
+        e, r = evaluate(fit(train, base, block_k=block_k, rounds=rounds, only=only), test, block_k)
         errors += e
         regrets += r
     only = [r for _, r in regrets]

@@ -283,6 +283,17 @@ def test_a_row_count_no_run_timed_takes_the_nearest_row_counts_efficiency() -> N
     assert max(before) > 0.2 and max(errors) < 0.1
 
 
+def test_a_partial_fit_moves_only_the_constants_it_names() -> None:
+    base = HOPPER.with_params({"eff:128x128": 0.6, "eff:128x160": 0.8})
+    wide = GemmConfig(256, 144, 2, swap_ab=True)
+    problems = [Problem(m, 16384, 8192) for m in (300, 555, 1100)]
+    truth = base.with_params({"eff:256x144": 0.9, "launch_s": 9e-6})
+    data = [Sample(p, wide, truth.seconds(p, wide)) for p in problems]
+    fitted = fit(data, base, rounds=4, only=("eff:256x*",))
+    moved = {n for n, v in fitted.params().items() if base.params().get(n) != v}
+    assert moved == {"eff:256x144"}
+
+
 # -- fitting and cross-validation -----------------------------------------------------------------
 def _synthetic(truth: TileCostModel) -> list[Sample]:
     problems = [Problem(m, n, k) for m in (1, 200, 1000, 8192) for n, k in ((4096, 4096),
