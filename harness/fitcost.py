@@ -10,7 +10,6 @@ the fitted constants to paste into ``harness.tile_cost.HOPPER``.
 from __future__ import annotations
 
 import dataclasses
-import fnmatch
 import statistics
 from collections.abc import Iterable, Sequence
 
@@ -25,6 +24,7 @@ from harness.tile_cost import (
     cross_validate,
     evaluate,
     fit,
+    named,
 )
 
 __all__ = ["report", "samples"]
@@ -115,8 +115,7 @@ def report(
     lines += [
         f'    "{name}": {value:.4g},'
         for name, value in fitted.params().items()
-        if (not name.startswith("eff:") or name in used)
-        and (not only or any(fnmatch.fnmatchcase(name, pat) for pat in only))
+        if (not name.startswith("eff:") or name in used) and (not only or named(name, only))
     ]
     if only:
         lines.append(f"(only {', '.join(only)} fitted; every other constant kept from the base)")

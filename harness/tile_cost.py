@@ -48,6 +48,7 @@ __all__ = [
     "fit",
     "heuristic_allows",
     "heuristic_raster",
+    "named",
     "ranked",
     "swap_cover",
     "swap_fits",
@@ -532,6 +533,12 @@ def _loss(model: TileCostModel, samples: Sequence[Sample], block_k: int) -> floa
     return sum(sum(v) / len(v) for v in by_problem.values()) / max(1, len(by_problem))
 
 
+def named(constant: str, patterns: Sequence[str]) -> bool:
+    """Whether a constant (``launch_s``, ``eff:256x144``) matches one of the glob
+    ``patterns`` a partial fit names (:func:`fit`'s ``only``)."""
+    return any(fnmatch.fnmatchcase(constant, pat) for pat in patterns)
+
+
 def fit(
     samples: Sequence[Sample],
     base: TileCostModel = HOPPER,
@@ -549,7 +556,7 @@ def fit(
     names = [n for n in base.params() if not n.startswith("eff:")]
     names += [f"eff:{r}x{c}" for r, c in sorted(used)]
     if only:
-        names = [n for n in names if any(fnmatch.fnmatchcase(n, pat) for pat in only)]
+        names = [n for n in names if named(n, only)]
     # A tile timed for the first time starts from its interpolated efficiency.
     start = {f"eff:{r}x{c}": base.tile_efficiency(r, c) for r, c in used}
     start.update({n: v for n, v in _FIT_START.items() if not base.params()[n] and n in names})
