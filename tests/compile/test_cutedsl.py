@@ -270,6 +270,22 @@ R8_PATHS = {
         (_TMA_STORE,),
         1,
     ),
+    # ... split three ways (an uneven 65 k-tiles), fp32 partials from both 128-row blocks
+    "swap_wide_256_split3": (
+        Problem(81, 10240, 4160, "fp16"),
+        "tile_m=256,tile_n=88,cluster=1,swap_ab=1,split_k=3,epilogue=serial,group=8",
+        ("wgmma.mma_async.sync.aligned.m64n88k16", "st.global.b32", "ld.global.b32"),
+        (_TMA_STORE, _MULTICAST),
+        2,
+    ),
+    # 128 rows, the one column of M = 165 split four ways: 40 row tiles x 4 = 160 CTAs
+    "swap_wide_split4": (
+        Problem(165, 5120, 13824, "bf16"),
+        "tile_m=128,tile_n=168,cluster=1,swap_ab=1,split_k=4,epilogue=serial,group=8",
+        ("wgmma.mma_async.sync.aligned.m64n168k16", "st.global.b32", "ld.global.b32"),
+        (_TMA_STORE, _MULTICAST),
+        2,
+    ),
     # ... the narrowest, an odd number of 8-row groups (defect 2), alone
     "swap_wide_256_n72": (
         Problem(69, 16384, 4096, "bf16"),
@@ -738,10 +754,11 @@ def test_r8_menu_fits_shared_memory() -> None:
     # 256 rows of a swap: two warpgroups of 128 rows each, 256x144's 50 KiB stages four deep
     g = r8.Gemm(HOPPER.num_sms, False, r8.R8Config(256, 144, 2, swap_ab=True, epilogue="serial"))
     assert (g.num_consumers, g.num_stages) == (2, 4)
-    # 105 curated entries, 164 wide swapped tiles (24 widths, 72..256 in the wgmma N step of
-    # 8, x 64/128 rows x cluster 1, 2 or split 2; 10 widths, 72..144, x 256 rows x cluster 1
-    # or 2) and their 164 raster-n twins, 29 ungrouped twins of the data-parallel ones: 462
-    assert len(r8.MENU) <= 470, "a curated menu, not a cartesian product"
+    # 105 curated entries, 242 wide swapped tiles (24 widths, 72..256 in the wgmma N step of
+    # 8, x 64 rows x cluster 1, 2 or split 2 and x 128 rows x cluster 1, 2 or split 2, 3, 4;
+    # 10 widths, 72..144, x 256 rows x cluster 1, 2 or split 2, 3, 4) and their 242 raster-n
+    # twins, 29 ungrouped twins of the data-parallel ones: 618
+    assert len(r8.MENU) <= 630, "a curated menu, not a cartesian product"
 
 
 def test_r8_picks_64_row_wide_swaps_only_where_128_rows_leave_sms_idle() -> None:

@@ -203,6 +203,8 @@ SWAP_WIDE = tuple(range(max(NARROW) + SWAP_ALIGN, 256 + 1, SWAP_ALIGN))
 #: accumulators (two m64nW blocks) beside the direct store's addresses, within the consumers'
 #: 232 registers up to W = 144 (152 spills 36 bytes, 192 380: ptxas 13.0).
 SWAP_WIDE_256 = 144
+#: K splits of the wide swapped tiles per row count (cluster 1; ``_menu``).
+SWAP_WIDE_SPLITS = {64: (2,), 128: (2, 3, 4), 256: (2, 3, 4)}
 
 
 def _menu() -> tuple[R8Config, ...]:
@@ -239,16 +241,26 @@ def _menu() -> tuple[R8Config, ...]:
     # steps by 8, so M's share of up to eight column tiles (``swap_fits``) is covered within
     # 7 rows a column; 64 rows of N a CTA (one consumer warpgroup) where 128 would leave too
     # few CTAs.
+    # Split three or four ways (128 and 256 rows): a short N leaves few row tiles
+    # (165x5120x13824: 40 of 128 rows, one column of 168), so only the K split fills the
+    # wave (120 CTAs at split 3) while the tile keeps its two consumer warpgroups.
     for tm in (128, 64):
         for tn in SWAP_WIDE:
             menu += [R8Config(tm, tn, c, swap_ab=True, epilogue="serial") for c in (1, 2)]
-            menu.append(R8Config(tm, tn, 1, swap_ab=True, split_k=2, epilogue="serial"))
+            menu += [
+                R8Config(tm, tn, 1, swap_ab=True, split_k=s, epilogue="serial")
+                for s in SWAP_WIDE_SPLITS[tm]
+            ]
     # 256 rows of N a CTA (two consumer warpgroups of 128 rows): per k-tile, each CTA loads
     # its 256 + W rows for twice the MMA work of a 128-row tile, as cuBLAS's 256x152 tiles do
     # at mid M; up to W = SWAP_WIDE_256, the accumulators a thread can hold (W fp32).
     for tn in SWAP_WIDE:
         if tn <= SWAP_WIDE_256:
             menu += [R8Config(256, tn, c, swap_ab=True, epilogue="serial") for c in (1, 2)]
+            menu += [
+                R8Config(256, tn, 1, swap_ab=True, split_k=s, epilogue="serial")
+                for s in SWAP_WIDE_SPLITS[256]
+            ]
     # Their raster-n twins: the kernel's rows first, where B stays in L2 (``swap_raster``).
     menu += [dataclasses.replace(c, raster="n") for c in menu if c.wide_swap]
     # Ungrouped twins of the data-parallel tiles the heuristic picks: where the scheduler's
