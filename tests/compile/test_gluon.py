@@ -357,6 +357,11 @@ def test_r8_select_on_the_sweep():
             p.key,
             c.name,
         )
+    # The bars' squares keep rung 7's tile and pair (stream-K's tail the model's to choose),
+    # so no refit of the cost model can move them off it unnoticed.
+    for s in (4096, 8192):
+        c = r8.KERNEL.select(Problem(s, s, s))
+        assert (c.tile_m, c.tile_n, c.cluster, c.split_k) == (128, 256, 2, 1), c.name
     assert chosen[Problem(1, 4096, 4096)].split_k == 1  # 64 tiles stream the weights
     assert chosen[Problem(1, 4096, 14336)].split_k > 1  # 32 tiles of 128 rows, K = 14336
     assert chosen[Problem(16, 4096, 14336)].split_k > 1

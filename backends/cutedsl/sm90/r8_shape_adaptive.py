@@ -203,8 +203,11 @@ SWAP_WIDE = tuple(range(max(NARROW) + SWAP_ALIGN, 256 + 1, SWAP_ALIGN))
 #: accumulators (two m64nW blocks) beside the direct store's addresses, within the consumers'
 #: 232 registers up to W = 144 (152 spills 36 bytes, 192 380: ptxas 13.0).
 SWAP_WIDE_256 = 144
-#: K splits of the wide swapped tiles per row count (cluster 1; ``_menu``).
-SWAP_WIDE_SPLITS = {64: (2,), 128: (2, 3, 4), 256: (2, 3, 4)}
+#: K splits of the wide swapped tiles per row count (cluster 1; ``_menu``). 256 rows are not
+#: split: split 2-4 ways they were correct and slower wherever the model ranked them (H200
+#: tune, backend README "Ninth version": 72x10240x8192 256x72 split 3 102.5 % of cuBLAS,
+#: 128x72 in pairs 114.7 %).
+SWAP_WIDE_SPLITS = {64: (2,), 128: (2, 3, 4)}
 
 
 def _menu() -> tuple[R8Config, ...]:
@@ -241,9 +244,9 @@ def _menu() -> tuple[R8Config, ...]:
     # steps by 8, so M's share of up to eight column tiles (``swap_fits``) is covered within
     # 7 rows a column; 64 rows of N a CTA (one consumer warpgroup) where 128 would leave too
     # few CTAs.
-    # Split three or four ways (128 and 256 rows): a short N leaves few row tiles
-    # (165x5120x13824: 40 of 128 rows, one column of 168), so only the K split fills the
-    # wave (120 CTAs at split 3) while the tile keeps its two consumer warpgroups.
+    # 128 rows also split three or four ways: a short N leaves few row tiles (174x5120x13824:
+    # 40 of 128 rows, one column of 176), so only a K split fills the wave (120 CTAs at
+    # split 3) while the tile keeps its two consumer warpgroups.
     for tm in (128, 64):
         for tn in SWAP_WIDE:
             menu += [R8Config(tm, tn, c, swap_ab=True, epilogue="serial") for c in (1, 2)]
@@ -257,10 +260,6 @@ def _menu() -> tuple[R8Config, ...]:
     for tn in SWAP_WIDE:
         if tn <= SWAP_WIDE_256:
             menu += [R8Config(256, tn, c, swap_ab=True, epilogue="serial") for c in (1, 2)]
-            menu += [
-                R8Config(256, tn, 1, swap_ab=True, split_k=s, epilogue="serial")
-                for s in SWAP_WIDE_SPLITS[256]
-            ]
     # Their raster-n twins: the kernel's rows first, where B stays in L2 (``swap_raster``).
     menu += [dataclasses.replace(c, raster="n") for c in menu if c.wide_swap]
     # Ungrouped twins of the data-parallel tiles the heuristic picks: where the scheduler's
