@@ -1,10 +1,12 @@
 """``sweep.png``: rung 7 (one config) against rung 8 (a config per shape), decode to prefill.
 
-One row per (suite, dtype) — the ``sweep`` suite, then each held-out random suite a bench run
-ran — and one column per DSL, all on one y scale: % of cuBLAS in the same run against M on a
-log axis, every shape a point (shapes of one M spread a little sideways so none hides
-another). Lines at 100 % (cuBLAS) and 90 % (rung 8's floor). The panel's title gives each
-rung's geomean and worst shape; the per-shape tables are in ``sweep.md``.
+One row per (suite, dtype) — the ``sweep`` suite, then the ``MAX_HELD_OUT`` held-out random
+suites the bench runs ran last (every one keeps its table in ``sweep.md``: a row per seed
+would grow the figure past reading) — and one column per DSL, all on one y scale: % of
+cuBLAS in the same run against M on a log axis, every shape a point (shapes of one M spread
+a little sideways so none hides another). Lines at 100 % (cuBLAS) and 90 % (rung 8's floor).
+The panel's title gives each rung's geomean and worst shape; the per-shape tables are in
+``sweep.md``.
 """
 
 from __future__ import annotations
@@ -33,6 +35,8 @@ __all__ = ["FLOOR", "figure_sweep"]
 TITLE = "Shape sweep: rung 7 (one config) vs rung 8 (config per shape), % of cuBLAS in the same run"
 #: The dashed line: the lowest % of cuBLAS rung 8 may reach at any shape.
 FLOOR = 90.0
+#: Held-out suites drawn: the most recently run ones.
+MAX_HELD_OUT = 2
 _GREY = "#8a8a8a"
 _R7, _R8 = int(Rung.MULTI_CONSUMER), int(Rung.SHAPE_ADAPTIVE)
 _MARK = {
@@ -44,6 +48,9 @@ _MARK = {
 def figure_sweep(ds: Dataset, chain: Problem | None = None) -> Any | None:
     """% of cuBLAS against M per (suite, dtype) row and DSL column; ``chain`` is unused."""
     panels = sweep_panels(ds)
+    held = list(dict.fromkeys(p.suite for p in panels if p.suite != "sweep"))
+    shown = {"sweep", *held[len(held) - MAX_HELD_OUT :]}
+    panels = [p for p in panels if p.suite in shown]
     if not panels:
         return None  # nothing to draw: no file, no section
     rows = list(dict.fromkeys((p.suite, p.dtype) for p in panels))
@@ -143,7 +150,7 @@ def _panel(ax: Any, panel: SweepPanel) -> None:
             f"r{rung} geomean {st.geomean:.0f} %, worst {st.worst:.0f} % "
             f"({shape(st.worst_problem)}{part})"
         )
-    ax.set_title("\n".join(lines), fontsize=7.5, loc="left")
+    ax.set_title("\n".join(lines), fontsize=7.5, loc="left", wrap=True)  # wrap: kept on the canvas
 
 
 def _m_axis(ax: Any, lo: int, hi: int) -> None:

@@ -35,7 +35,7 @@ from reports.figures import FIGURES
 from reports.figures.chain import figure_chain
 from reports.figures.heatmap import figure_heatmap
 from reports.figures.ksweep import figure_ksweep
-from reports.figures.sweep import figure_sweep
+from reports.figures.sweep import MAX_HELD_OUT, figure_sweep
 from reports.markdown import anchor, sweep_lines, tuning_lines
 from reports.promote import PromoteError, promote
 from reports.readme import README_END, README_START, update_readme
@@ -523,6 +523,25 @@ def test_held_out_suites_get_their_own_panels(tmp_path: Path) -> None:
     md = "\n".join(sweep_lines(ds))
     assert f"**gamma** (held out, `{held}`, fp16;" in md
     assert "geomean 91.0 % of cuBLAS, worst 90.0 %" in md
+
+
+def test_the_sweep_figure_draws_the_latest_held_out_suites(tmp_path: Path) -> None:
+    """Every held-out suite keeps its table in ``sweep.md``, but the figure draws only the
+    ``MAX_HELD_OUT`` run last (a row per seed grows it past reading: 18 rows, 59 inches)."""
+    suites = ["random:9:2", "random:10:2", "random:11:2"]
+    w = ResultsWriter(tmp_path / "held.json", "bench", {"gpu": "x", "run": {"suites": suites}})
+    for suite in suites:
+        for m, n, k in suite_shapes(suite):
+            p = Problem(m, n, k)
+            w.add(bench_record("cublas", 0, p, 0.1))
+            w.add(bench_record("gamma", 8, p, 0.1, config="t", selected=True))
+    w.finish()
+    ds = load_dataset([tmp_path / "held.json"])
+    labels = [ax.get_ylabel() for ax in figure_sweep(ds).axes if ax.get_visible()]
+    assert MAX_HELD_OUT == 2
+    assert labels == [f"held out {s}, fp16\n% of cuBLAS" for s in suites[1:]]
+    md = "\n".join(sweep_lines(ds))
+    assert all(f"`{s}`" in md for s in suites)
 
 
 def test_a_figure_without_data_is_neither_written_nor_linked(tmp_path: Path) -> None:
