@@ -662,14 +662,14 @@ def cross_validate(
         e, r = evaluate(fit(train, base, block_k=block_k, rounds=rounds, only=only), test, block_k)
         errors += e
         regrets += r
-    only = [r for _, r in regrets]
+    regret = [r for _, r in regrets]
     return FoldReport(
         problems=len(problems),
         samples=len(samples),
         median_abs_log_err=_median(errors),
         mean_abs_log_err=sum(errors) / max(1, len(errors)),
-        median_regret=_median(only),
-        worst_regret=max(only, default=0.0),
+        median_regret=_median(regret),
+        worst_regret=max(regret, default=0.0),
         regrets=tuple(regrets),
     )
 

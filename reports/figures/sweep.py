@@ -49,7 +49,7 @@ def figure_sweep(ds: Dataset, chain: Problem | None = None) -> Any | None:
     """% of cuBLAS against M per (suite, dtype) row and DSL column; ``chain`` is unused."""
     panels = sweep_panels(ds)
     held = list(dict.fromkeys(p.suite for p in panels if p.suite != "sweep"))
-    shown = {"sweep", *held[len(held) - MAX_HELD_OUT :]}
+    shown = {"sweep", *held[-MAX_HELD_OUT:]}
     panels = [p for p in panels if p.suite in shown]
     if not panels:
         return None  # nothing to draw: no file, no section
