@@ -553,13 +553,14 @@ def fit(
     e.g. ``eff:256x*``) fits just the constants it names and keeps the rest of ``base``: a
     new tile family's efficiencies against constants already fitted on more data."""
     used = {(s.config.tile_m, s.config.tile_n) for s in samples}
-    names = [n for n in base.params() if not n.startswith("eff:")]
+    params = base.params()
+    names = [n for n in params if not n.startswith("eff:")]
     names += [f"eff:{r}x{c}" for r, c in sorted(used)]
     if only:
         names = [n for n in names if named(n, only)]
     # A tile timed for the first time starts from its interpolated efficiency.
     start = {f"eff:{r}x{c}": base.tile_efficiency(r, c) for r, c in used}
-    start.update({n: v for n, v in _FIT_START.items() if not base.params()[n] and n in names})
+    start.update({n: v for n, v in _FIT_START.items() if not params[n] and n in names})
     model = base.with_params(start)
     best = _loss(model, samples, block_k)
     step = 0.5  # log-scale step, halved each round

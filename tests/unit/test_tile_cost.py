@@ -263,6 +263,15 @@ def test_fit_starts_a_tile_no_run_timed_from_its_interpolated_efficiency() -> No
     assert max(before) > 0.2 and max(errors) < 0.1
 
 
+def _wide_256_samples(truth: TileCostModel) -> list[Sample]:
+    """A 256x144 swapped pair timed by ``truth`` at three mid-M shapes."""
+    wide = GemmConfig(256, 144, 2, swap_ab=True)
+    return [
+        Sample(p, wide, truth.seconds(p, wide))
+        for p in (Problem(m, 16384, 8192) for m in (300, 555, 1100))
+    ]
+
+
 def test_a_row_count_no_run_timed_takes_the_nearest_row_counts_efficiency() -> None:
     """A 256-row tile before any timing of one: its width's efficiency among 128-row tiles
     (the nearest row count; the fewer rows on a tie), interpolated as they are; then fitted
@@ -271,10 +280,7 @@ def test_a_row_count_no_run_timed_takes_the_nearest_row_counts_efficiency() -> N
     assert base.tile_efficiency(256, 144) == pytest.approx(0.7)
     assert base.tile_efficiency(96, 128) == base.tile_efficiency(64, 128)  # a tie: fewer rows
     assert base.tile_efficiency(192, 144) == base.tile_efficiency(128, 144)
-    wide = GemmConfig(256, 144, 2, swap_ab=True)
-    problems = [Problem(m, 16384, 8192) for m in (300, 555, 1100)]
-    truth = base.with_params({"eff:256x144": 0.9})
-    data = [Sample(p, wide, truth.seconds(p, wide)) for p in problems]
+    data = _wide_256_samples(base.with_params({"eff:256x144": 0.9}))
     before, _ = evaluate(base, data)
     fitted = fit(data, base, rounds=4)
     assert (256, 144) in fitted.efficiency and (256, 144) not in base.efficiency
@@ -285,10 +291,7 @@ def test_a_row_count_no_run_timed_takes_the_nearest_row_counts_efficiency() -> N
 
 def test_a_partial_fit_moves_only_the_constants_it_names() -> None:
     base = HOPPER.with_params({"eff:128x128": 0.6, "eff:128x160": 0.8})
-    wide = GemmConfig(256, 144, 2, swap_ab=True)
-    problems = [Problem(m, 16384, 8192) for m in (300, 555, 1100)]
-    truth = base.with_params({"eff:256x144": 0.9, "launch_s": 9e-6})
-    data = [Sample(p, wide, truth.seconds(p, wide)) for p in problems]
+    data = _wide_256_samples(base.with_params({"eff:256x144": 0.9, "launch_s": 9e-6}))
     fitted = fit(data, base, rounds=4, only=("eff:256x*",))
     moved = {n for n, v in fitted.params().items() if base.params().get(n) != v}
     assert moved == {"eff:256x144"}
