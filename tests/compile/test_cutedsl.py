@@ -184,6 +184,11 @@ _TMA_STORE = "cp.async.bulk.tensor.2d.global.shared::cta"
 _MULTICAST = "multicast::cluster"
 _SK_PARTIAL = "st.global.v2.b32"  # two fp32 accumulators (also the reduce's four fp16 of D)
 _SK_LOAD = "ld.global.v4.b32"  # four fp32 of a partial (the stream-K reduce)
+# Swapped tiles' TMA-store epilogue: stmatrix transposes into M-major buffers (D^T's unit
+# stride), four 8x8 matrices a warp for sub-tiles of 16 or 32 columns, two for 8.
+_ST_T4 = "stmatrix.sync.aligned.m8n8.x4.trans"
+_ST_T2 = "stmatrix.sync.aligned.m8n8.x2.trans"
+_DIRECT = "st.global.b16"  # one element of D a store: the direct epilogue
 
 
 def _r8():
@@ -198,8 +203,8 @@ R8_PATHS = {
     "swap_ab": (
         Problem(1, 14336, 4096, "fp16"),
         "",
-        ("wgmma.mma_async.sync.aligned.m64n16k16", _TMA_LOAD, "st.global.b16"),
-        (_TMA_STORE, _MULTICAST),
+        ("wgmma.mma_async.sync.aligned.m64n16k16", _TMA_LOAD, _TMA_STORE, _ST_T4),
+        (_DIRECT, _MULTICAST),
         1,
     ),
     "swap_ab_split_k": (
@@ -212,46 +217,54 @@ R8_PATHS = {
     "swap_ab_64x16": (
         Problem(16, 6144, 4096, "fp16"),
         "",
-        ("wgmma.mma_async.sync.aligned.m64n16k16", _TMA_LOAD, "st.global.b16"),
-        (_TMA_STORE, _MULTICAST),
+        ("wgmma.mma_async.sync.aligned.m64n16k16", _TMA_LOAD, _TMA_STORE, _ST_T4),
+        (_DIRECT, _MULTICAST),
         1,
     ),
     "swap_ab_n32": (
         Problem(32, 8192, 4096, "fp16"),
         "",
-        ("wgmma.mma_async.sync.aligned.m64n32k16", _TMA_LOAD, "st.global.b16"),
-        (_TMA_STORE, _MULTICAST),
+        ("wgmma.mma_async.sync.aligned.m64n32k16", _TMA_LOAD, _TMA_STORE, _ST_T4),
+        (_DIRECT, _MULTICAST),
         1,
     ),
     "swap_ab_n64": (
         Problem(64, 4096, 4096, "fp16"),
         "tile_m=64,tile_n=64,cluster=1,swap_ab=1,split_k=1,epilogue=serial",
-        ("wgmma.mma_async.sync.aligned.m64n64k16", _TMA_LOAD, "st.global.b16"),
-        (_TMA_STORE, _MULTICAST),
+        ("wgmma.mma_async.sync.aligned.m64n64k16", _TMA_LOAD, _TMA_STORE, _ST_T4),
+        (_DIRECT, _MULTICAST),
         1,
     ),
     # mid-size M: a wide swapped tile (M on the wgmma N side, 176 of it) in a multicast pair
     "swap_wide_cluster2": (
         Problem(338, 8192, 8192, "fp16"),
         "",
-        ("wgmma.mma_async.sync.aligned.m64n176k16", _TMA_LOAD, _MULTICAST, "st.global.b16"),
-        (_TMA_STORE,),
+        ("wgmma.mma_async.sync.aligned.m64n176k16", _TMA_LOAD, _MULTICAST, _TMA_STORE, _ST_T4),
+        (_DIRECT,),
+        1,
+    ),
+    # ... its direct-store twin (the swapped tiles' epilogue before the eleventh version)
+    "swap_wide_direct": (
+        Problem(338, 8192, 8192, "fp16"),
+        "epilogue=direct",
+        ("wgmma.mma_async.sync.aligned.m64n176k16", _TMA_LOAD, _MULTICAST, _DIRECT),
+        (_TMA_STORE, _ST_T4),
         1,
     ),
     # ... and with 64 rows of N a CTA (one consumer warpgroup): 80 CTAs at N = 5120, not 40
     "swap_wide_64_cluster2": (
         Problem(140, 5120, 4096, "fp16"),
         "tile_m=64,tile_n=144,cluster=2,swap_ab=1,split_k=1,epilogue=serial",
-        ("wgmma.mma_async.sync.aligned.m64n144k16", _TMA_LOAD, _MULTICAST, "st.global.b16"),
-        (_TMA_STORE,),
+        ("wgmma.mma_async.sync.aligned.m64n144k16", _TMA_LOAD, _MULTICAST, _TMA_STORE, _ST_T4),
+        (_DIRECT,),
         1,
     ),
     # widths that are multiples of 8, not 16 (the wgmma N step): M = 667 as 4 x 168, in pairs
     "swap_wide_n168_cluster2": (
         Problem(667, 4096, 14336, "fp16"),
         "",
-        ("wgmma.mma_async.sync.aligned.m64n168k16", _TMA_LOAD, _MULTICAST, "st.global.b16"),
-        (_TMA_STORE,),
+        ("wgmma.mma_async.sync.aligned.m64n168k16", _TMA_LOAD, _MULTICAST, _TMA_STORE, _ST_T2),
+        (_DIRECT,),
         1,
     ),
     # ... the narrowest, 72 (M = 69), split in two: fp32 partials, then the reduce
@@ -266,8 +279,8 @@ R8_PATHS = {
     "swap_wide_256_cluster2": (
         Problem(1116, 8192, 8192, "fp16"),
         "tile_m=256,tile_n=144,cluster=2,swap_ab=1,split_k=1,epilogue=serial,group=8",
-        ("wgmma.mma_async.sync.aligned.m64n144k16", _TMA_LOAD, _MULTICAST, "st.global.b16"),
-        (_TMA_STORE,),
+        ("wgmma.mma_async.sync.aligned.m64n144k16", _TMA_LOAD, _MULTICAST, _TMA_STORE, _ST_T4),
+        (_DIRECT,),
         1,
     ),
     # 128 rows, the one column of M = 165 split four ways (216 k-tiles: 54 a split)
@@ -282,8 +295,8 @@ R8_PATHS = {
     "swap_wide_256_n72": (
         Problem(69, 16384, 4096, "bf16"),
         "tile_m=256,tile_n=72,cluster=1,swap_ab=1,split_k=1,epilogue=serial,group=8",
-        ("wgmma.mma_async.sync.aligned.m64n72k16", _TMA_LOAD, "st.global.b16"),
-        (_TMA_STORE, _MULTICAST),
+        ("wgmma.mma_async.sync.aligned.m64n72k16", _TMA_LOAD, _TMA_STORE, _ST_T2),
+        (_DIRECT, _MULTICAST),
         1,
     ),
     # a group whose padding would add a round of tiles: the same tile, ungrouped
@@ -487,7 +500,9 @@ def test_r8_select_on_the_sweep() -> None:
         assert (c.swap_ab and not c.wide_swap) == (p.m <= 16), p.key
         assert not c.wide_swap or swap_fits(p, c.tile_n), (p.key, c.name)
         if c.swap_ab and not c.wide_swap:  # Gluon rung 8's decode tile: 16 columns (covers M)
-            assert c.tile_n == 16 and c.cluster == 1 and c.epilogue == "serial"
+            assert c.tile_n == 16 and c.cluster == 1
+        # D leaves by TMA wherever it can (the direct stores are a declared twin, never picked)
+        assert c.epilogue == r8._epilogue_for(p, c) != "direct", c.name
         units = c.ctas(p)
         # Enough work units for nearly half a wave, unless the problem is too small to split:
         # decode streams the weights from DRAM, which 64 CTAs already do at full speed (one
@@ -742,20 +757,29 @@ def test_r8_menu_fits_shared_memory() -> None:
     for c in r8.MENU:
         for tma_store in (True,) if c.stream_k else (True, False):  # (stream-K: N % 8 == 0)
             g = r8.Gemm(HOPPER.num_sms, tma_store, c)
-            epi = c.tile_m * r8.EPI_N * 2 * g.epi_stages if g.tma_epi else 0
+            epi = c.tile_m * g.epi_tile[1] * 2 * g.epi_stages if g.tma_epi else 0
             ring = g.num_stages * (c.tile_m + c.tile_n) * r8.BLOCK_K * 2
             assert g.num_stages >= 4 and ring + epi + r8.BARRIER_BYTES <= r8.SMEM_BYTES, c.name
-            assert (c.tile_n // r8.EPI_N) % g.epi_stages == 0, c.name  # whole buffer rounds
+            if c.swap_ab:  # sub-tiles that divide D^T's width, two rounds of them in flight
+                assert c.tile_n % g.epi_tile[1] == 0 and g.epi_stages == 2 * g.epi_batch
+            else:  # whole buffer rounds
+                assert (c.tile_n // r8.EPI_N) % g.epi_stages == 0, c.name
     g = r8.Gemm(HOPPER.num_sms, True, r8.R8Config(128, 192, 2))
     assert (g.epi_stages, g.num_stages) == (6, 4)
     # 256 rows of a swap: two warpgroups of 128 rows each, 256x144's 50 KiB stages four deep
     g = r8.Gemm(HOPPER.num_sms, False, r8.R8Config(256, 144, 2, swap_ab=True, epilogue="serial"))
     assert (g.num_consumers, g.num_stages) == (2, 4)
+    # The swapped tiles' TMA store fits beside the same rings: 128x72 keeps its 8 stages,
+    # 128x184 its 5, 256x144 its 4 (its round is 16 columns, not 32).
+    for tile, stages in (((128, 72), 8), ((128, 184), 5), ((256, 144), 4)):
+        swap = r8.R8Config(*tile, 1, swap_ab=True, epilogue="serial")
+        assert r8.Gemm(HOPPER.num_sms, True, swap).num_stages == stages, tile
     # 105 curated entries, 212 wide swapped tiles (24 widths, 72..256 in the wgmma N step of
     # 8, x 64 rows x cluster 1, 2 or split 2 and x 128 rows x cluster 1, 2 or split 2, 3, 4;
     # 10 widths, 72..144, x 256 rows x cluster 1 or 2) and their 212 raster-n twins, 29
-    # ungrouped twins of the data-parallel ones: 558
-    assert len(r8.MENU) <= 570, "a curated menu, not a cartesian product"
+    # ungrouped twins of the data-parallel ones: 558; then each unsplit swapped tile's three
+    # ways out of D (two at 256x136 and up: no overlap), 468 more: 1026
+    assert len(r8.MENU) <= 1040, "a curated menu, not a cartesian product"
 
 
 def test_r8_picks_64_row_wide_swaps_only_where_128_rows_leave_sms_idle() -> None:

@@ -129,9 +129,70 @@ def test_wide_swapped_tiles_are_correct(spec: KernelSpec) -> None:
         if _values(n)["tile_n"] in WIDE
         and _values(n)["tile_m"] != "256"
         and int(_values(n)["split_k"]) <= 2
+        and _serial(n)
     ]
     assert names, f"{spec.id}: a wide swapped family without the widths {WIDE}"
     _check_forced(spec, names, ["ragged", *MID_M])
+
+
+def _serial(name: str) -> bool:
+    """The serial epilogue only: the swapped tiles' other ways out (overlapped, direct) are
+    ``test_swapped_tma_store_epilogues_are_correct``'s, not multiplied over every width."""
+    return _values(name).get("epilogue", "serial") == "serial"
+
+
+#: Swapped tiles whose TMA-store epilogue plans differ (CuTeDSL: sub-tiles of 8, 16 or 32
+#: columns, rounds of one to four of them, tiles whose rounds end mid-rotation and drain):
+#: (tile_m, tile_n) pairs, narrow covers included.
+SWAP_EPILOGUE_TILES = {
+    ("64", "16"),
+    ("128", "32"),
+    ("128", "64"),
+    ("128", "72"),
+    ("64", "80"),
+    ("128", "96"),
+    ("128", "120"),
+    ("256", "72"),
+    ("256", "144"),
+    ("128", "256"),
+}
+#: Shapes for them: M from one column tile to several, ragged N (N % 8 == 0 for the TMA
+#: store, and one N % 8 != 0, which falls back to direct stores), several tiles a CTA (so a
+#: finished tile leaves under the next one's MMAs).
+SWAP_EPILOGUE_SHAPES = [
+    "ragged",
+    "9x4104x1000",
+    "61x5000x2048",
+    "100x4104x2048",
+    "211x37888x512",
+    "338x8192x1000",
+    "555x5000x1032",
+    "1000x4096x4096",
+    "77x3001x512",
+]
+
+
+@pytest.mark.parametrize("spec", SPECS, ids=[s.id for s in SPECS])
+def test_swapped_tma_store_epilogues_are_correct(spec: KernelSpec) -> None:
+    """Every epilogue of the swapped tiles in ``SWAP_EPILOGUE_TILES`` (raster m, unsplit, one
+    CTA; 128x72 in pairs too): the TMA store through D's column-major view, after the
+    mainloop or under the next tile's first MMAs, and the direct stores it replaced. A backend
+    whose swapped tiles have one way out has nothing to check here."""
+    names = [
+        n
+        for n in _menu(spec)
+        if _values(n)["swap_ab"] == "1"
+        and (_values(n)["tile_m"], _values(n)["tile_n"]) in SWAP_EPILOGUE_TILES
+        and _values(n)["split_k"] == "1"
+        and _values(n)["raster"] == "m"
+        and (_values(n)["cluster"] == "1" or _values(n)["tile_n"] == "72")
+    ]
+    if len({_values(n).get("epilogue") for n in names}) < 2:
+        pytest.skip(f"not applicable: {spec.id}'s swapped tiles have one epilogue")
+    found = {(_values(n)["tile_m"], _values(n)["tile_n"]) for n in names}
+    assert found == SWAP_EPILOGUE_TILES, f"missing {sorted(SWAP_EPILOGUE_TILES - found)}"
+    assert {"serial", "overlap", "direct"} <= {_values(n)["epilogue"] for n in names}
+    _check_forced(spec, names, SWAP_EPILOGUE_SHAPES)
 
 
 #: Widths of the 256-row wide swaps checked: the narrowest, an odd multiple of 8 (defect 2
@@ -149,8 +210,14 @@ def test_wide_swaps_of_256_rows_are_correct(spec: KernelSpec) -> None:
     ]
     if not names:
         pytest.skip(f"not applicable: {spec.id} has no 256-row swapped tile")
-    names = [n for n in names if _values(n)["tile_n"] in WIDE_256 and _values(n)["split_k"] == "1"]
-    assert len(names) == 4 * len(WIDE_256), f"{spec.id}: 256-row widths {WIDE_256} missing"
+    names = [
+        n
+        for n in names
+        if _values(n)["tile_n"] in WIDE_256 and _values(n)["split_k"] == "1" and _serial(n)
+    ]
+    found = {(_values(n)["tile_n"], _values(n)["cluster"], _values(n)["raster"]) for n in names}
+    want = {(w, c, r) for w in WIDE_256 for c in ("1", "2") for r in ("m", "n")}
+    assert found == want, f"{spec.id}: 256-row tiles missing {sorted(want - found)}"
     _check_forced(spec, names, ["ragged", *MID_M])
 
 

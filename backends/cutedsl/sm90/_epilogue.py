@@ -8,6 +8,13 @@ Two ways out, chosen per problem at compile time (``_host.tma_store_variant``):
 * otherwise: each thread writes its accumulator elements straight to global memory, predicated
   on the matrix edge (TMA cannot address rows that are not 16-byte aligned).
 
+Rung 8's swap-AB tiles write D through a column-major view (D^T[N, M], unit stride along the
+kernel's rows). Their TMA-store path is the same with three changes (``EpilogueConfig``):
+``stmatrix .trans`` into M-major shared buffers, so each buffer column is a contiguous run of
+D's row; sub-tiles as narrow as the tile's width needs (8 or 16 columns: the swapped widths
+step by 8); several sub-tiles per round, one barrier and one bulk group a round, so a narrow
+sub-tile costs no more synchronization than rung 7's 32-column one.
+
 Barriers of the TMA-store path (per sub-tile; ``threads`` are the threads that hold
 accumulators, one warpgroup or two):
 
@@ -16,6 +23,8 @@ accumulators, one warpgroup or two):
                     stmatrix + proxy fence     visible to the async proxy: the store may go
     epi_bar (2nd)   every thread               the store warp has made sure the buffer that
                                                will be written next is no longer being read
+
+(with ``batch`` > 1 the two barriers are per round of ``batch`` sub-tiles, not per sub-tile.)
 
 ``PipelineTmaStore`` is the store warp's bulk-group bookkeeping: ``producer_commit`` closes the
 group of the store just issued, ``producer_acquire`` waits until at most ``epi_stages - 1``
@@ -58,6 +67,10 @@ class EpilogueConfig:
     threads: int
     store_warp: int
     barrier_id: int = 1
+    #: D written through a column-major view (swap-AB): ``stmatrix .trans``, M-major buffers.
+    column_major: bool = False
+    #: Sub-tiles per round (one barrier pair and one bulk group); ``stages`` is a multiple.
+    batch: int = 1
 
 
 class TmaStoreEpilogue:
@@ -80,20 +93,32 @@ class TmaStoreEpilogue:
     ):
         self.tma_d, self.mD, self.sD = tma_d, mD, sD
         self.tile_mn, self.epi_tile, self.epi_stages = cfg.tile_mn, cfg.epi_tile, cfg.stages
-        self.store_warp, self.dtype = cfg.store_warp, dtype
+        self.store_warp, self.dtype, self.batch = cfg.store_warp, dtype, cfg.batch
+        assert cfg.stages % cfg.batch == 0, "buffers must hold whole rounds"
         self.bar = pipeline.NamedBarrier(barrier_id=cfg.barrier_id, num_threads=cfg.threads)
+        # stmatrix moves 8x8 matrices, four a warp where the sub-tile is 16 columns or more
+        # (a warp's accumulator rows are 16: 16 x 16 = four), two for an 8-column sub-tile.
+        matrices = 4 if cfg.epi_tile[1] % 16 == 0 else 2
+        if matrices == 4:
+            layout = LayoutEnum.COL_MAJOR if cfg.column_major else LayoutEnum.ROW_MAJOR
+            store_op = sm90_utils.get_smem_store_op(layout, dtype, cutlass.Float32)
+        else:
+            store_op = cute.make_copy_atom(warp.StMatrix8x8x16bOp(cfg.column_major, 2), dtype)
         self.r2s = cute.make_tiled_copy_S(
-            sm90_utils.get_smem_store_op(LayoutEnum.ROW_MAJOR, dtype, cutlass.Float32),
+            store_op,
             cute.make_tiled_copy_C_atom(
-                cute.make_copy_atom(warp.StMatrix8x8x16bOp(False, 4), dtype), tiled_mma
+                cute.make_copy_atom(warp.StMatrix8x8x16bOp(cfg.column_major, matrices), dtype),
+                tiled_mma,
             ),
         )
         thr_r2s = self.r2s.get_slice(tidx)
         self.tRS_sD = thr_r2s.partition_D(sD)
         self.sub_shape = cute.shape(thr_r2s.partition_S(sD))[:3]
         self.tRS_rD = cute.make_rmem_tensor(self.sub_shape, dtype)
+        # One bulk group a round: as many groups in flight as whole rounds fit the buffers.
+        self.rounds_in_flight = cfg.stages // cfg.batch
         self.pipe = pipeline.PipelineTmaStore.create(
-            num_stages=cfg.stages,
+            num_stages=self.rounds_in_flight,
             producer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, cfg.threads),
         )
 
@@ -119,35 +144,49 @@ class TmaStoreEpilogue:
             self.tma_d, 0, cute.make_layout(1), cute.group_modes(self.sD, 0, 2), gD_epi
         )
         epi_n = cute.size(gD_epi, mode=[1])
-        # Every tile starts at buffer 0, so the rotation needs no state across tiles.
-        assert epi_n % self.epi_stages == 0, "sub-tiles per tile must fill whole buffer rounds"
+        batch, in_flight = self.batch, self.rounds_in_flight
+        rounds = (epi_n + batch - 1) // batch
+        # Every tile starts at buffer 0, so the rotation needs no state across tiles: where a
+        # tile's rounds do not fill whole rotations, its last round waits until every store has
+        # read its buffer (rung 7's tiles fill whole rotations and never wait).
+        drain_last = rounds % in_flight != 0
         epi_grid = cute.make_layout(gD_epi.shape[1], stride=(gD_epi.shape[1][1], 1))
         converted = tRS_src.element_type == self.dtype  # already in D's type: plain copies
         sub_len = cute.size(self.tRS_rD)
         if cutlass.const_expr(not converted):
             tRS_sub = cute.make_rmem_tensor(self.sub_shape, tRS_src.element_type)
-        for e in cutlass.range_constexpr(epi_n):
-            if cutlass.const_expr(converted):
-                for v in cutlass.range_constexpr(sub_len):
-                    self.tRS_rD[v] = tRS_src[e * sub_len + v]
-            else:
-                for v in cutlass.range_constexpr(sub_len):
-                    tRS_sub[v] = tRS_src[e * sub_len + v]
-                self.tRS_rD.store(tRS_sub.load().to(self.dtype))
-            buf = e % self.epi_stages
-            cute.copy(self.r2s, self.tRS_rD, self.tRS_sD[(None, None, None, buf)])
+        for r in cutlass.range_constexpr(rounds):
+            first = r * batch
+            count = min(batch, epi_n - first)
+            base = (r % in_flight) * batch
+            for i in cutlass.range_constexpr(count):
+                e = first + i
+                if cutlass.const_expr(converted):
+                    for v in cutlass.range_constexpr(sub_len):
+                        self.tRS_rD[v] = tRS_src[e * sub_len + v]
+                else:
+                    for v in cutlass.range_constexpr(sub_len):
+                        tRS_sub[v] = tRS_src[e * sub_len + v]
+                    self.tRS_rD.store(tRS_sub.load().to(self.dtype))
+                cute.copy(self.r2s, self.tRS_rD, self.tRS_sD[(None, None, None, base + i)])
             # stmatrix writes are generic-proxy; the TMA store reads through the async proxy:
             # fence, then let every thread reach the barrier.
             cute.arch.fence_proxy("async.shared", space="cta")
             self.bar.arrive_and_wait()
             if warp_idx == self.store_warp:
-                cute.copy(
-                    self.tma_d, bSG_sD[(None, buf)], bSG_gD[(None, epi_grid.get_hier_coord(e))]
-                )
-                # Keep at most epi_stages - 1 stores reading shared memory, so the buffer
-                # written next is no longer being read.
+                for i in cutlass.range_constexpr(count):
+                    cute.copy(
+                        self.tma_d,
+                        bSG_sD[(None, base + i)],
+                        bSG_gD[(None, epi_grid.get_hier_coord(first + i))],
+                    )
                 self.pipe.producer_commit()
-                self.pipe.producer_acquire()
+                if cutlass.const_expr(drain_last and r == rounds - 1):
+                    cute.arch.cp_async_bulk_wait_group(0, read=True)
+                else:
+                    # Keep at most in_flight - 1 rounds reading shared memory, so the buffers
+                    # written next are no longer being read.
+                    self.pipe.producer_acquire()
             self.bar.arrive_and_wait()
 
     def drain(self) -> None:

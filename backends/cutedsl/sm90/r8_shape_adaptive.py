@@ -159,6 +159,12 @@ MAX_STAGES = 8  # beyond this the ring only holds more bytes than TMA latency ne
 # flight per SM (128x16: 11 x 16 KiB; 64x16: 11 x 8 KiB), one CTA per SM being all that fits.
 MAX_STAGES_SWAP = 12
 EPI_N = 32  # epilogue sub-tile width (tile_m x 32, one TMA store)
+#: Swapped tiles: columns of D^T a round of sub-tiles covers (``Gemm.__init__``), two rounds in
+#: flight; 16 at 256 rows, whose buffers would otherwise cost 256x144 its fourth stage.
+SWAP_EPI_ROUND = {64: 32, 128: 32, 256: 16}
+#: The overlapped epilogue holds the finished tile (half the registers of its fp32
+#: accumulators) beside the next tile's accumulators: up to rung 7's 128x256 per CTA.
+OVERLAP_MAX_ELEMS = 128 * 256
 MAX_EPI_STAGES = 4  # epilogue buffers in flight
 PRODUCER_REGS = 40  # setmaxnreg.dec for the producer warpgroup
 CONSUMER_REGS = 232  # setmaxnreg.inc for the consumer warpgroups
@@ -178,7 +184,10 @@ class R8Config(GemmConfig):
     kernel's own (module docstring)."""
 
     persistent: bool = True  # grid min(tiles, SMs) looping over tiles; else one CTA per tile
-    epilogue: str = "overlap"  # "overlap": store tile i under tile i + 1's first MMAs; "serial"
+    #: "overlap": TMA store of tile i under tile i + 1's first MMAs; "serial": TMA store after
+    #: the mainloop; "direct": predicated stores from registers (swapped tiles' A/B twin). The
+    #: TMA store needs N % 8 == 0 and no split; without it "serial" stores directly too.
+    epilogue: str = "overlap"
 
 
 #: (tile_m, tile_n, cluster) of the stream-K configs: the unswapped tiles a tail wave is made
@@ -210,6 +219,17 @@ SWAP_WIDE_256 = 144
 SWAP_WIDE_SPLITS = {64: (2,), 128: (2, 3, 4)}
 
 
+def _swap_epilogues(c: R8Config) -> list[R8Config]:
+    """An unsplit swapped tile with each way out of D: the TMA store after the mainloop or
+    (where the registers allow) under the next tile's first MMAs, and the direct stores it
+    replaced, kept as a declared twin to measure it against (backend README, "Eleventh
+    version")."""
+    ways = ["serial", "direct"]
+    if c.tile_m * c.tile_n <= OVERLAP_MAX_ELEMS:
+        ways.insert(0, "overlap")
+    return [dataclasses.replace(c, epilogue=e) for e in ways]
+
+
 def _menu() -> tuple[R8Config, ...]:
     """The curated menu: rung 7's family, then smaller tiles (cluster, grid and split
     variants), the 160- and 192-wide tiles, the swap-AB family for small M (16, 32 or 64
@@ -236,9 +256,9 @@ def _menu() -> tuple[R8Config, ...]:
     menu += [R8Config(128, 192, cluster, epilogue="overlap") for cluster in (1, 2)]
     for tm in (128, 64):
         for tn in (16, 32, 64):
+            menu += _swap_epilogues(R8Config(tm, tn, 1, swap_ab=True))
             menu += [
-                R8Config(tm, tn, 1, swap_ab=True, split_k=s, epilogue="serial")
-                for s in (1, 2, 4, 8)
+                R8Config(tm, tn, 1, swap_ab=True, split_k=s, epilogue="serial") for s in (2, 4, 8)
             ]
     # Wide swapped tiles for a mid-size M (65 .. 2048): M on the wgmma N side, whose width
     # steps by 8, so M's share of up to eight column tiles (``swap_fits``) is covered within
@@ -249,7 +269,8 @@ def _menu() -> tuple[R8Config, ...]:
     # split 3) while the tile keeps its two consumer warpgroups.
     for tm in (128, 64):
         for tn in SWAP_WIDE:
-            menu += [R8Config(tm, tn, c, swap_ab=True, epilogue="serial") for c in (1, 2)]
+            for c in (1, 2):
+                menu += _swap_epilogues(R8Config(tm, tn, c, swap_ab=True))
             menu += [
                 R8Config(tm, tn, 1, swap_ab=True, split_k=s, epilogue="serial")
                 for s in SWAP_WIDE_SPLITS[tm]
@@ -259,7 +280,8 @@ def _menu() -> tuple[R8Config, ...]:
     # at mid M; up to W = SWAP_WIDE_256, the accumulators a thread can hold (W fp32).
     for tn in SWAP_WIDE:
         if tn <= SWAP_WIDE_256:
-            menu += [R8Config(256, tn, c, swap_ab=True, epilogue="serial") for c in (1, 2)]
+            for c in (1, 2):
+                menu += _swap_epilogues(R8Config(256, tn, c, swap_ab=True))
     # Their raster-n twins: the kernel's rows first, where B stays in L2 (``swap_raster``).
     menu += [dataclasses.replace(c, raster="n") for c in menu if c.wide_swap]
     # Ungrouped twins of the data-parallel tiles the heuristic picks: where the scheduler's
@@ -286,8 +308,9 @@ MENU = _menu()
 
 
 def _tma_epilogue(tma_store: bool, config: R8Config) -> bool:
-    """The TMA-store epilogue (stmatrix -> shared -> TMA) is used: D row-major, rows aligned."""
-    return tma_store and not config.swap_ab and config.split_k == 1
+    """The TMA-store epilogue (stmatrix -> shared -> TMA) is used: D's rows aligned (D^T's
+    columns, swapped), no split (its fp32 partials leave directly) and not "direct"."""
+    return tma_store and config.split_k == 1 and config.epilogue != "direct"
 
 
 def stream_k(problem: Problem, num_sms: int, config: R8Config) -> StreamK:
@@ -318,7 +341,9 @@ def _valid(problem: Problem, config: R8Config) -> str | None:
     ):
         return "stream-K: unswapped, unsplit, persistent and N % 8 == 0"
     if config.epilogue == "overlap" and not _tma_epilogue(tma_store_variant(problem), config):
-        return "overlap needs the TMA-store epilogue (N % 8 == 0, no swap_ab, no split_k)"
+        return "overlap needs the TMA-store epilogue (N % 8 == 0, no split_k)"
+    if config.epilogue == "overlap" and config.tile_m * config.tile_n > OVERLAP_MAX_ELEMS:
+        return f"overlap holds at most {OVERLAP_MAX_ELEMS} elements a CTA in registers"
     if config.split_k > cdiv(problem.k, BLOCK_K):
         return f"split_k={config.split_k} leaves a split without a k-tile (K={problem.k})"
     if workspace_elems(problem, config) >= 2**31:
@@ -382,13 +407,20 @@ def _group_for(problem: Problem, c: R8Config, num_sms: int = DEFAULT_NUM_SMS) ->
     return 8 if cdiv(padded, programs) == cdiv(cluster_rows * tiles_n, programs) else 1
 
 
+def _epilogue_for(problem: Problem, c: R8Config) -> str:
+    """The epilogue the heuristic runs ``c`` with: overlapped wherever D allows the TMA store
+    and the registers the finished tile, else serial (a TMA store, or direct stores where D
+    allows none)."""
+    tma = _tma_epilogue(tma_store_variant(problem), dataclasses.replace(c, epilogue="serial"))
+    return "overlap" if tma and c.tile_m * c.tile_n <= OVERLAP_MAX_ELEMS else "serial"
+
+
 def _variant(problem: Problem, c: R8Config) -> bool:
     """``c`` changes what the cost model cannot see: raster (other than ``heuristic_raster``'s),
     group (other than ``_group_for``'s), a non-persistent grid or another
     epilogue than the kernel's default for the problem (overlap wherever D allows the
     TMA-store epilogue, stream-K included)."""
-    overlap = _tma_epilogue(tma_store_variant(problem), c)
-    want = "overlap" if overlap else "serial"
+    want = _epilogue_for(problem, c)
     group = _group_for(problem, c) if c.group in (1, 8) else 8
     raster = heuristic_raster(problem, c)
     return c.raster != raster or c.group != group or not c.persistent or c.epilogue != want
@@ -551,13 +583,25 @@ class Gemm:
             assert self.tma_epi and config.persistent, config.name
             assert self.tile_rows * self.tile_n % self.sk_chunk == 0, config.name
         self.tile_mnk = (self.tile_m, self.tile_n, BLOCK_K)
-        self.epi_tile = (self.tile_m, EPI_N)
-        # (>= 1: a swap tile of 16 columns has no TMA-store epilogue but still names a plan).
-        # Every tile starts at buffer 0, so the sub-tiles must fill whole buffer rounds: the
-        # 160-wide tile's five sub-tiles take five buffers, the 192-wide tile's six six.
-        subtiles = max(1, self.tile_n // EPI_N)
-        self.epi_stages = subtiles if subtiles % MAX_EPI_STAGES else MAX_EPI_STAGES
-        epi_bytes = self.tile_m * EPI_N * 2 * self.epi_stages if self.tma_epi else 0
+        if self.swap:
+            # D^T's width steps by 8, so its sub-tiles are the widest of 32, 16 or 8 columns
+            # that divide it, in rounds of SWAP_EPI_ROUND columns (one barrier pair and one
+            # bulk group a round), two rounds in flight: 16 KiB of buffers at 128 rows.
+            epi_n = next(w for w in (EPI_N, 16, 8) if self.tile_n % w == 0)
+            round_cols = min(SWAP_EPI_ROUND[self.tile_m], self.tile_n)
+            epi_n = min(epi_n, round_cols)
+            self.epi_batch = round_cols // epi_n
+            self.epi_stages = 2 * self.epi_batch
+        else:
+            # Every tile starts at buffer 0; sub-tiles that fill whole rounds of buffers never
+            # wait for a store to drain: the 160-wide tile's five sub-tiles take five buffers,
+            # the 192-wide tile's six six.
+            epi_n = EPI_N
+            self.epi_batch = 1
+            subtiles = max(1, self.tile_n // EPI_N)
+            self.epi_stages = subtiles if subtiles % MAX_EPI_STAGES else MAX_EPI_STAGES
+        self.epi_tile = (self.tile_m, epi_n)
+        epi_bytes = self.tile_m * epi_n * 2 * self.epi_stages if self.tma_epi else 0
         stage_bytes = (self.tile_m + self.tile_n) * BLOCK_K * 2
         max_stages = MAX_STAGES_SWAP if self.swap else MAX_STAGES
         self.num_stages = min(max_stages, (SMEM_BYTES - BARRIER_BYTES - epi_bytes) // stage_bytes)
@@ -567,6 +611,8 @@ class Gemm:
             self.epi_stages,
             self.num_consumers * THREADS_PER_WG,
             EPI_STORE_WARP,
+            column_major=self.swap,
+            batch=self.epi_batch,
         )
 
     # -- host: layouts, TMA descriptors, launches -------------------------------------------
@@ -624,7 +670,11 @@ class Gemm:
         stages = self.num_stages
         sA_layout = sm90_utils.make_smem_layout_a(row, self.tile_mnk, self.dtype, stages)
         sB_layout = sm90_utils.make_smem_layout_b(row, self.tile_mnk, self.dtype, stages)
-        sD_layout = sm90_utils.make_smem_layout_epi(self.dtype, row, self.epi_tile, self.epi_stages)
+        # Swapped, D^T's unit stride runs along the kernel's rows: M-major buffers.
+        d_major = LayoutEnum.COL_MAJOR if self.swap else row
+        sD_layout = sm90_utils.make_smem_layout_epi(
+            self.dtype, d_major, self.epi_tile, self.epi_stages
+        )
 
         # Only the TMA-store epilogue stages D in shared memory; the others spend it on stages.
         if cutlass.const_expr(self.tma_epi):
@@ -1049,7 +1099,7 @@ class Gemm:
                     elif cutlass.const_expr(self.tma_epi):
                         epi.store(tRS_acc, tile_m, tile_n, warp_idx)
                     else:
-                        # Swapped (column-major view of D) or N % 8 != 0: direct predicated stores.
+                        # "direct", or N % 8 != 0 (no TMA store): predicated stores.
                         store_direct(thr_mma, acc, mD, tile_mn, tile_m, tile_n, self.dtype)
 
                     sched.advance_to_next_work()
