@@ -159,12 +159,6 @@ MAX_STAGES = 8  # beyond this the ring only holds more bytes than TMA latency ne
 # flight per SM (128x16: 11 x 16 KiB; 64x16: 11 x 8 KiB), one CTA per SM being all that fits.
 MAX_STAGES_SWAP = 12
 EPI_N = 32  # epilogue sub-tile width (tile_m x 32, one TMA store)
-#: Swapped tiles: columns of D^T a round of sub-tiles covers (``Gemm.__init__``), two rounds in
-#: flight; 16 at 256 rows, whose buffers would otherwise cost 256x144 its fourth stage.
-SWAP_EPI_ROUND = {64: 32, 128: 32, 256: 16}
-#: The overlapped epilogue holds the finished tile (half the registers of its fp32
-#: accumulators) beside the next tile's accumulators: up to rung 7's 128x256 per CTA.
-OVERLAP_MAX_ELEMS = 128 * 256
 MAX_EPI_STAGES = 4  # epilogue buffers in flight
 PRODUCER_REGS = 40  # setmaxnreg.dec for the producer warpgroup
 CONSUMER_REGS = 232  # setmaxnreg.inc for the consumer warpgroups
@@ -220,14 +214,12 @@ SWAP_WIDE_SPLITS = {64: (2,), 128: (2, 3, 4)}
 
 
 def _swap_epilogues(c: R8Config) -> list[R8Config]:
-    """An unsplit swapped tile with each way out of D: the TMA store after the mainloop or
-    (where the registers allow) under the next tile's first MMAs, and the direct stores it
-    replaced, kept as a declared twin to measure it against (backend README, "Eleventh
-    version")."""
-    ways = ["serial", "direct"]
-    if c.tile_m * c.tile_n <= OVERLAP_MAX_ELEMS:
-        ways.insert(0, "overlap")
-    return [dataclasses.replace(c, epilogue=e) for e in ways]
+    """An unsplit swapped tile with both ways out of D: the TMA store after the mainloop and
+    the predicated direct stores (backend README, "Eleventh version": the TMA store won at
+    mid M, the direct stores at decode). No overlap: under the next tile's MMAs it ran the
+    tensor cores harder per clock and the power-limited clock lower, 2-9 % slower in time at
+    7 of 12 mid-M tuning shapes."""
+    return [dataclasses.replace(c, epilogue=e) for e in ("serial", "direct")]
 
 
 def _menu() -> tuple[R8Config, ...]:
@@ -340,10 +332,10 @@ def _valid(problem: Problem, config: R8Config) -> str | None:
         config.swap_ab or config.split_k > 1 or not config.persistent or problem.n % 8
     ):
         return "stream-K: unswapped, unsplit, persistent and N % 8 == 0"
-    if config.epilogue == "overlap" and not _tma_epilogue(tma_store_variant(problem), config):
-        return "overlap needs the TMA-store epilogue (N % 8 == 0, no split_k)"
-    if config.epilogue == "overlap" and config.tile_m * config.tile_n > OVERLAP_MAX_ELEMS:
-        return f"overlap holds at most {OVERLAP_MAX_ELEMS} elements a CTA in registers"
+    if config.epilogue == "overlap" and (
+        config.swap_ab or not _tma_epilogue(tma_store_variant(problem), config)
+    ):
+        return "overlap needs the TMA-store epilogue of an unswapped tile (N % 8 == 0, no split_k)"
     if config.split_k > cdiv(problem.k, BLOCK_K):
         return f"split_k={config.split_k} leaves a split without a k-tile (K={problem.k})"
     if workspace_elems(problem, config) >= 2**31:
@@ -408,11 +400,15 @@ def _group_for(problem: Problem, c: R8Config, num_sms: int = DEFAULT_NUM_SMS) ->
 
 
 def _epilogue_for(problem: Problem, c: R8Config) -> str:
-    """The epilogue the heuristic runs ``c`` with: overlapped wherever D allows the TMA store
-    and the registers the finished tile, else serial (a TMA store, or direct stores where D
-    allows none)."""
+    """The epilogue the heuristic runs ``c`` with. Unswapped: overlapped wherever D allows the
+    TMA store (rung 7), else serial. Swapped: the TMA store for a wide tile, direct stores for
+    a narrow cover (decode: a 16- to 64-column tile's D is a few KiB, and its one round of
+    stores waited on shared memory; README, "Eleventh version"). Without a TMA store (N % 8
+    != 0, or split) "serial" stores directly."""
+    if c.swap_ab:
+        return "serial" if c.wide_swap or c.split_k > 1 else "direct"
     tma = _tma_epilogue(tma_store_variant(problem), dataclasses.replace(c, epilogue="serial"))
-    return "overlap" if tma and c.tile_m * c.tile_n <= OVERLAP_MAX_ELEMS else "serial"
+    return "overlap" if tma else "serial"
 
 
 def _variant(problem: Problem, c: R8Config) -> bool:
@@ -585,23 +581,25 @@ class Gemm:
         self.tile_mnk = (self.tile_m, self.tile_n, BLOCK_K)
         if self.swap:
             # D^T's width steps by 8, so its sub-tiles are the widest of 32, 16 or 8 columns
-            # that divide it, in rounds of SWAP_EPI_ROUND columns (one barrier pair and one
-            # bulk group a round), two rounds in flight: 16 KiB of buffers at 128 rows.
+            # that divide it, in rounds of up to 32 columns (one barrier pair and one bulk
+            # group a round), two rounds in flight: 16 KiB of buffers. A sub-tile has the
+            # rows of one m64 block per consumer warpgroup (128 of a 256-row tile): the
+            # accumulators' register order runs over the columns before the second block,
+            # the order the sub-tiles are stored in (``TmaStoreEpilogue.store``).
+            epi_rows = self.num_consumers * 64
             epi_n = next(w for w in (EPI_N, 16, 8) if self.tile_n % w == 0)
-            round_cols = min(SWAP_EPI_ROUND[self.tile_m], self.tile_n)
-            epi_n = min(epi_n, round_cols)
-            self.epi_batch = round_cols // epi_n
+            self.epi_batch = min(EPI_N, self.tile_n) // epi_n
             self.epi_stages = 2 * self.epi_batch
         else:
             # Every tile starts at buffer 0; sub-tiles that fill whole rounds of buffers never
             # wait for a store to drain: the 160-wide tile's five sub-tiles take five buffers,
             # the 192-wide tile's six six.
-            epi_n = EPI_N
+            epi_rows, epi_n = self.tile_m, EPI_N
             self.epi_batch = 1
             subtiles = max(1, self.tile_n // EPI_N)
             self.epi_stages = subtiles if subtiles % MAX_EPI_STAGES else MAX_EPI_STAGES
-        self.epi_tile = (self.tile_m, epi_n)
-        epi_bytes = self.tile_m * epi_n * 2 * self.epi_stages if self.tma_epi else 0
+        self.epi_tile = (epi_rows, epi_n)
+        epi_bytes = epi_rows * epi_n * 2 * self.epi_stages if self.tma_epi else 0
         stage_bytes = (self.tile_m + self.tile_n) * BLOCK_K * 2
         max_stages = MAX_STAGES_SWAP if self.swap else MAX_STAGES
         self.num_stages = min(max_stages, (SMEM_BYTES - BARRIER_BYTES - epi_bytes) // stage_bytes)
