@@ -773,11 +773,12 @@ def test_r8_menu_fits_shared_memory() -> None:
     # 256 rows of a swap: two warpgroups of 128 rows each, 256x144's 50 KiB stages four deep
     g = r8.Gemm(HOPPER.num_sms, False, r8.R8Config(256, 144, 2, swap_ab=True, epilogue="serial"))
     assert (g.num_consumers, g.num_stages) == (2, 4)
-    # The swapped tiles' TMA store fits beside the same rings: 128x72 keeps its 8 stages,
-    # 128x184 its 5, 256x144 its 4 (its sub-tiles have 128 rows: one m64 block a warpgroup).
-    for tile, stages in (((128, 72), 8), ((128, 184), 5), ((256, 144), 4)):
-        swap = r8.R8Config(*tile, 1, swap_ab=True, epilogue="serial")
-        assert r8.Gemm(HOPPER.num_sms, True, swap).num_stages == stages, tile
+    # The swapped tiles' TMA-store buffers (16 KiB) cost 128x72 a stage (8, not 9), 128x184
+    # none (5), 256x144 none (4: its sub-tiles have 128 rows, one m64 block a warpgroup).
+    for tile, stages in (((128, 72), (8, 9)), ((128, 184), (5, 5)), ((256, 144), (4, 4))):
+        for epilogue, want in zip(("serial", "direct"), stages, strict=True):
+            swap = r8.R8Config(*tile, 1, swap_ab=True, epilogue=epilogue)
+            assert r8.Gemm(HOPPER.num_sms, True, swap).num_stages == want, (tile, epilogue)
     # 105 curated entries, 212 wide swapped tiles (24 widths, 72..256 in the wgmma N step of
     # 8, x 64 rows x cluster 1, 2 or split 2 and x 128 rows x cluster 1, 2 or split 2, 3, 4;
     # 10 widths, 72..144, x 256 rows x cluster 1 or 2) and their 212 raster-n twins, 29

@@ -14,9 +14,11 @@ knobs every DSL's rung 8 shares, plus ``persistent`` and ``epilogue``):
 * ``cluster``: 1, or 2 CTAs along M sharing the B tile by TMA multicast (rung 7).
 * ``swap_ab``: compute D^T[N, M] = B A^T. Small M then sits on the wgmma N side (n16 / n32 /
   n64, the narrowest that covers M) and N fills the M side (64 or 128 rows a CTA); A and B
-  swap roles and D is written through a column-major view (D^T(i, j) at i + j * ld), with
-  direct predicated stores: D's bytes are M/K of B's (< 2 % at M <= 64, K >= 4096), so the
-  store path hardly matters; the weights (B) stream through TMA.
+  swap roles and D is written through a column-major view (D^T(i, j) at i + j * ld): by TMA
+  store (``stmatrix .trans`` into M-major buffers; ``_epilogue.py``) or, ``epilogue=direct``,
+  by predicated stores from registers, whose per-element writes along D's rows half-fill
+  each 32-byte sector. The narrow covers (decode) take the direct stores, whose D is a few
+  KiB; the wide swaps the TMA store (backend README, "Eleventh version").
 * ``split_k``: the k-tiles are divided evenly over ``split_k`` work units per output tile (the
   scheduler's L mode). Each writes its fp32 partial tile to its own slice of a workspace
   (``split_k`` x M x N fp32, allocated when the launcher is built, never in the launch);
@@ -34,8 +36,9 @@ knobs every DSL's rung 8 shares, plus ``persistent`` and ``epilogue``):
   padded work units, which the scheduler reports as valid. ``raster`` names D's side walked
   first, swapped or not: raster m walks a swapped config's column tiles (D's M) first, so
   the tiles reading one block of B run in the same wave. ``epilogue`` overlap / serial (rung 7;
-  overlap needs the TMA-store epilogue: N % 8 == 0, no swap, no split; with stream-K it is
-  the whole tiles' D that waits for the next unit's first MMAs).
+  overlap needs the TMA-store epilogue and an unswapped tile: N % 8 == 0, no split; with
+  stream-K it is the whole tiles' D that waits for the next unit's first MMAs) / direct
+  (swapped tiles: predicated stores; "serial" without a TMA store stores directly too).
 
 Stages are derived, not a knob: as many as fit next to the epilogue buffers, at most 8 (12 for
 the swapped tiles, which stream B from DRAM).
@@ -43,8 +46,10 @@ the swapped tiles, which stream B from DRAM).
 Shared-memory arithmetic (fp16/bf16; BLOCK_K = 64; 227 KiB usable, 1 KiB kept for barriers;
 epilogue buffers tile_m x 32 x 2 B, min(4, tile_n / 32) of them (5 for 160 columns, 6 for
 192: the sub-tiles of a tile must fill whole rounds of buffers), only with the TMA-store
-epilogue; "direct" = swap, split or N % 8 != 0; stream-K's partials leave from registers, so
-its configs take the TMA-store column):
+epilogue; "direct" = split, N % 8 != 0 or epilogue=direct; stream-K's partials leave from
+registers, so its configs take the TMA-store column; a swapped tile's TMA store takes two
+rounds of up to 32 columns of (64 or 128)-row sub-tiles, 8 KiB or 16 KiB, one stage fewer
+at some widths, e.g. 128x72 8 instead of 9):
 
     tile      one stage   epilogue   stages (TMA store)   stages (direct)
     128x256     48 KiB     32 KiB        4 (rung 7)             4
@@ -56,11 +61,11 @@ its configs take the TMA-store column):
     64x160      28 KiB     20 KiB        7                      8
     64x128      24 KiB     16 KiB        8                      8
     64x64       16 KiB      8 KiB        8                      8
-    128x16/32/64  18/20/24 KiB  -        -                  12/11/9   (swap_ab: tile_n covers M)
-    64x16/32/64   10/12/16 KiB  -        -                     12
-    64xW, 128xW, 256xW  (rows + W) x 128 B  -   -   min(12, 226 KiB / stage)   (wide swaps,
-                 W = 72..256, 72..144 at 256 rows: 64x144 26 KiB, 8 stages; 128x256 48 KiB,
-                 4; 256x144 50 KiB, 4)
+    128x16/32/64  18/20/24 KiB  8/16/16    12/10/8             12/11/9   (swap_ab: tile_n covers M)
+    64x16/32/64   10/12/16 KiB  4/8/8      12                     12
+    64xW, 128xW, 256xW  (rows + W) x 128 B  8 / 16 / 16 KiB   min(12, what fits)   (wide
+                 swaps, W = 72..256, 72..144 at 256 rows: 64x144 26 KiB, 8 stages either
+                 way; 128x72 25 KiB, 8 / 9; 128x256 48 KiB, 4; 256x144 50 KiB, 4)
 
 Barriers (as rung 7; one pair per stage, counts are arrivals per phase):
 
@@ -217,8 +222,8 @@ def _swap_epilogues(c: R8Config) -> list[R8Config]:
     """An unsplit swapped tile with both ways out of D: the TMA store after the mainloop and
     the predicated direct stores (backend README, "Eleventh version": the TMA store won at
     mid M, the direct stores at decode). No overlap: under the next tile's MMAs it ran the
-    tensor cores harder per clock and the power-limited clock lower, 2-9 % slower in time at
-    7 of 12 mid-M tuning shapes."""
+    tensor cores harder per clock and the power-limited clock lower, 3-9 points slower in time
+    at 8 of 17 wide-swap tuning shapes."""
     return [dataclasses.replace(c, epilogue=e) for e in ("serial", "direct")]
 
 
@@ -429,8 +434,9 @@ def _variant(problem: Problem, c: R8Config) -> bool:
 #: ``tune-r8-rows256{a,b}-*`` alone ("Eighth version": a refit of every constant on all runs
 #: moved 8192^3 off rung 7's tile). ``tune-r8-deepsplit-*``, ``tune-r8-shortk-*`` and
 #: ``tune-r8-ceiling-*`` (ninth version, tenth session) are in no fit: refits that included them
-#: scored worse left one run out (README, "Tenth session"). A tile no run timed takes its
-#: neighbours' efficiency (``TileCostModel.tile_efficiency``).
+#: scored worse left one run out (README, "Tenth session"); nor is ``tune-r8-swapepi-*``
+#: (eleventh version): an A/B of epilogues, which the model does not price. A tile no run timed
+#: takes its neighbours' efficiency (``TileCostModel.tile_efficiency``).
 COST = HOPPER.with_params(
     {
         "hbm_bytes_per_s": 6.661e12,
