@@ -15,6 +15,11 @@ D's row; sub-tiles as narrow as the tile's width needs (8 or 16 columns: the swa
 step by 8); several sub-tiles per round, one barrier and one bulk group a round, so a narrow
 sub-tile costs no more synchronization than rung 7's 32-column one.
 
+A sub-tile's registers are found by a flat index, ``e * sub_len + v``: the accumulators'
+register order runs over the columns first, then over the MMA's blocks of rows, and the
+sub-tiles are walked in that order (``epi_grid``), so a sub-tile may span at most one block of
+rows (64 rows a consumer warpgroup; rung 8's 256-row tiles take 128-row sub-tiles).
+
 Barriers of the TMA-store path (per sub-tile; ``threads`` are the threads that hold
 accumulators, one warpgroup or two):
 
@@ -27,7 +32,7 @@ accumulators, one warpgroup or two):
 (with ``batch`` > 1 the two barriers are per round of ``batch`` sub-tiles, not per sub-tile.)
 
 ``PipelineTmaStore`` is the store warp's bulk-group bookkeeping: ``producer_commit`` closes the
-group of the store just issued, ``producer_acquire`` waits until at most ``epi_stages - 1``
+group of the round just issued, ``producer_acquire`` waits until at most ``stages / batch - 1``
 groups still read shared memory, ``producer_tail`` drains all of them before the CTA exits.
 """
 
