@@ -103,7 +103,8 @@ cost model every rung 8 shares (the busiest program's k-steps at the tile's MMA 
 operand stream, DRAM, per-unit overheads, the split-K / stream-K reduce), among the menu
 entries that are not variants (``_variant``: ``heuristic_raster``, m or a wide swap's by B's size;
 group 8, or 1 where group 8's padding would add a round of tiles, ``_group_for``; persistent;
-rung 7's overlapped epilogue wherever D allows it, stream-K included), that
+the epilogue ``_epilogue_for`` names: rung 7's overlap wherever D allows it, stream-K
+included; swapped, the TMA store for wide tiles and direct stores for narrow covers), that
 ``harness.tile_cost.heuristic_allows`` (swap A and B exactly when M <= 64 < N, with tile_n the
 narrowest of 16/32/64 covering M; narrow tiles only as that cover; splits keeping >= 512 of
 K), on a cluster ``HEURISTIC_CLUSTERS`` allows. ``_ranked`` orders the whole menu by the same
