@@ -43,9 +43,7 @@ from dataclasses import dataclass
 import cutlass
 import cutlass.cute as cute
 import cutlass.pipeline as pipeline
-import cutlass.utils.hopper_helpers as sm90_utils
 from cutlass.cute.nvgpu import cpasync, warp
-from cutlass.tensor_utils import LayoutEnum
 
 
 def tma_store_atom(
@@ -103,18 +101,11 @@ class TmaStoreEpilogue:
         self.bar = pipeline.NamedBarrier(barrier_id=cfg.barrier_id, num_threads=cfg.threads)
         # stmatrix moves 8x8 matrices, four a warp where the sub-tile is 16 columns or more
         # (a warp's accumulator rows are 16: 16 x 16 = four), two for an 8-column sub-tile.
+        # (The atom ``hopper_helpers.get_smem_store_op`` picks for 16-bit D, plus the x2 case.)
         matrices = 4 if cfg.epi_tile[1] % 16 == 0 else 2
-        if matrices == 4:
-            layout = LayoutEnum.COL_MAJOR if cfg.column_major else LayoutEnum.ROW_MAJOR
-            store_op = sm90_utils.get_smem_store_op(layout, dtype, cutlass.Float32)
-        else:
-            store_op = cute.make_copy_atom(warp.StMatrix8x8x16bOp(cfg.column_major, 2), dtype)
+        stmatrix = cute.make_copy_atom(warp.StMatrix8x8x16bOp(cfg.column_major, matrices), dtype)
         self.r2s = cute.make_tiled_copy_S(
-            store_op,
-            cute.make_tiled_copy_C_atom(
-                cute.make_copy_atom(warp.StMatrix8x8x16bOp(cfg.column_major, matrices), dtype),
-                tiled_mma,
-            ),
+            stmatrix, cute.make_tiled_copy_C_atom(stmatrix, tiled_mma)
         )
         thr_r2s = self.r2s.get_slice(tidx)
         self.tRS_sD = thr_r2s.partition_D(sD)
