@@ -175,8 +175,8 @@ SWAP_EPILOGUE_SHAPES = [
 @pytest.mark.parametrize("spec", SPECS, ids=[s.id for s in SPECS])
 def test_swapped_tma_store_epilogues_are_correct(spec: KernelSpec) -> None:
     """Every epilogue of the swapped tiles in ``SWAP_EPILOGUE_TILES`` (raster m, unsplit, one
-    CTA; the 72-wide tiles in pairs too): the TMA store through D's column-major view and the direct
-    stores. A backend without an epilogue knob (Gluon) has nothing to check here."""
+    CTA; the 72-wide tiles in pairs too): the TMA store through D's column-major view and the
+    direct stores. A backend without an epilogue knob (Gluon) has nothing to check here."""
     swapped = [n for n in _menu(spec) if _values(n)["swap_ab"] == "1"]
     # Decided by the knob, not by what the menu holds: a backend whose configs have an
     # epilogue knob must have both swapped ways out, or the test fails.
