@@ -39,6 +39,7 @@ __all__ = [
     "HOPPER",
     "NARROW",
     "SWAP_ALIGN",
+    "SWAP_WIDTHS",
     "GemmConfig",
     "Sample",
     "StreamK",
@@ -444,17 +445,26 @@ SWAP_ALIGN = 8
 MAX_SWAP_COLUMNS = 8
 
 
-def swap_fits(problem: Problem, tile_n: int) -> bool:
+#: The wide swapped widths of a kernel that can run every multiple of ``SWAP_ALIGN`` above the
+#: narrow covers, up to wgmma's largest N: 72..256.
+SWAP_WIDTHS = tuple(range(max(NARROW) + SWAP_ALIGN, 256 + 1, SWAP_ALIGN))
+
+
+def swap_fits(problem: Problem, tile_n: int, widths: Sequence[int] = SWAP_WIDTHS) -> bool:
     """A swapped tile wider than ``NARROW`` fits ``problem`` when M (> 64, shorter than N) is
-    its short side and the width is M's share of the column tiles it takes, rounded up to
-    ``SWAP_ALIGN``: 338 rows as 2 x 176 or 3 x 120, not 3 x 128 or 2 x 184 (padding is MMA
-    work)."""
+    its short side and the width is the narrowest of the kernel's ``widths`` that holds M's
+    share of the column tiles it takes, rounded up to ``SWAP_ALIGN``: with every multiple of 8
+    (the default), 338 rows as 2 x 176 or 3 x 120, not 3 x 128 or 2 x 184 (padding is MMA
+    work); a kernel with fewer widths (Gluon's sums of two powers of two) pads to the next one
+    it has: 338 as 2 x 192."""
     m = problem.m
-    if not max(NARROW) < m < problem.n or tile_n <= max(NARROW):
+    if not max(NARROW) < m < problem.n or tile_n <= max(NARROW) or tile_n not in widths:
         return False
     columns = cdiv(m, tile_n)
-    share = cdiv(m, columns)
-    return columns <= MAX_SWAP_COLUMNS and tile_n == cdiv(share, SWAP_ALIGN) * SWAP_ALIGN
+    share = cdiv(cdiv(m, columns), SWAP_ALIGN) * SWAP_ALIGN
+    if columns > MAX_SWAP_COLUMNS or share < min(widths):
+        return False  # (a share narrower than every width: fewer, wider columns fit better)
+    return tile_n == min(w for w in widths if w >= share)
 
 
 #: L2 of an H100 and an H200 (50 MB): an operand larger than this comes from DRAM again on
@@ -478,13 +488,19 @@ def heuristic_raster(problem: Problem, config: GemmConfig) -> str:
     return swap_raster(problem) if config.wide_swap else "m"
 
 
-def heuristic_allows(problem: Problem, config: GemmConfig, block_k: int = 64) -> bool:
+def heuristic_allows(
+    problem: Problem,
+    config: GemmConfig,
+    block_k: int = 64,
+    swap_widths: Sequence[int] = SWAP_WIDTHS,
+) -> bool:
     """The structural rules every rung-8 heuristic applies before the cost model ranks:
 
     * swap-AB when M <= 64 < N with the narrowest width covering M, and always at M <= 16
       (the model weighs swapped against unswapped tiles for M in 17..64: at 36x18432x16384
       an unswapped 64x256 tile ran 109 % of cuBLAS, the swapped cover 84 %); for a longer M
-      (64 < M < N), a wide swapped tile only where it fits M tightly (:func:`swap_fits`);
+      (64 < M < N), a wide swapped tile only where it fits M tightly among the kernel's
+      ``swap_widths`` (:func:`swap_fits`);
     * unswapped, a tile narrower than 64 only as the narrowest that covers N (elsewhere it
       reloads the long operand for too little MMA work);
     * a K split keeps at least ``MIN_K_PER_SPLIT`` of K;
@@ -497,7 +513,7 @@ def heuristic_allows(problem: Problem, config: GemmConfig, block_k: int = 64) ->
         return False
     if config.swap_ab and config.tile_n <= max(NARROW) and config.tile_n != cover:
         return False  # also refuses a narrow swap where it does not pay (no cover)
-    if config.wide_swap and not swap_fits(problem, config.tile_n):
+    if config.wide_swap and not swap_fits(problem, config.tile_n, swap_widths):
         return False
     if not config.swap_ab and cover is not None and problem.m <= 16:
         return False  # unswapped, 48 or more of a 64-row tile's rows would be padding

@@ -18,7 +18,7 @@ from expectations import require_dsl
 
 from backends.gluon import kernels
 from harness.protocol import Problem, Rung
-from harness.tile_cost import HOPPER, MIN_K_PER_SPLIT
+from harness.tile_cost import HOPPER, MIN_K_PER_SPLIT, swap_fits
 
 require_dsl("gluon", "triton.experimental.gluon", "Gluon (triton==3.9.0)")
 
@@ -149,7 +149,9 @@ def _r8():
 def _r8_cases():
     """(id, problem, config knobs): every tile family of the
     menu once, cluster 2 at 128x128 (rung 7's 128x256 is the generic test above), swap-AB with
-    and without split-K, split-K unswapped, persistent and one-tile-per-CTA grids."""
+    and without split-K, split-K unswapped, persistent and one-tile-per-CTA grids, wide swaps
+    of one box (128, 256) and of two (72 = 64 + 8, 144 = 128 + 16, 192 = 128 + 64) on 64 and
+    128 rows, cluster 1 and 2, both rasters."""
     c1 = dict(cluster=1)
     swap = dict(cluster=1, swap_ab=True)
     shapes = {
@@ -166,6 +168,24 @@ def _r8_cases():
         "swap-64x64-bf16": (Problem(64, 4096, 4096, "bf16"), dict(tile_m=64, tile_n=64, **swap)),
         "swap-128x32": (Problem(32, 8192, 4096), dict(tile_n=32, **swap)),
         "swap-128x16-split4": (Problem(1, 4096, 4096), dict(tile_n=16, split_k=4, **swap)),
+        "wide-128x144-c2": (Problem(274, 16384, 16384), dict(tile_n=144, swap_ab=True)),
+        "wide-128x144-c1-rn": (
+            Problem(274, 4096, 4096),
+            dict(tile_n=144, raster="n", **swap),
+        ),
+        "wide-64x72-c1-bf16": (
+            Problem(100, 6144, 5120, "bf16"),
+            dict(tile_m=64, tile_n=72, **swap),
+        ),
+        "wide-64x192-c1-rn": (
+            Problem(334, 6144, 5120),
+            dict(tile_m=64, tile_n=192, raster="n", **swap),
+        ),
+        "wide-128x128-c2-rn": (
+            Problem(362, 4608, 4096),
+            dict(tile_n=128, swap_ab=True, raster="n"),
+        ),
+        "wide-128x256-c1": (Problem(500, 16384, 4096), dict(tile_n=256, **swap)),
         "split4-128x128": (Problem(128, 4096, 14336), dict(tile_n=128, split_k=4, **c1)),
         "split8-64x64-bf16": (
             Problem(256, 256, 8192, "bf16"),
@@ -206,9 +226,13 @@ def test_r8_code_paths(problem, knobs):
     art = kernel.codegen(problem, "sm_90a", config)
     ptx = art.ptx
     assert art.cubin and re.search(r"\.target sm_90a", ptx)
-    assert re.search(rf"wgmma\.mma_async\.sync\.aligned\.m64n{config.tile_n}k16\.f32", ptx)
-    assert len(set(re.findall(r"wgmma\.mma_async\.sync\.aligned\.(m\d+n\d+k\d+)", ptx))) == 1
-    assert re.search(r"cp\.async\.bulk\.tensor\.2d\.global\.shared::cta", ptx)  # TMA store
+    # one wgmma width per box of the tile: a two-box wide swap issues both, nothing else
+    widths = {f"m64n{w}k16" for w in config.boxes if w}
+    assert set(re.findall(r"wgmma\.mma_async\.sync\.aligned\.(m\d+n\d+k\d+)\.f32", ptx)) == widths
+    stores = re.findall(r"cp\.async\.bulk\.tensor\.2d\.global\.shared::cta", ptx)  # TMA store
+    assert stores
+    if config.swap_ab and config.split_k == 1:  # one store per box per consumer
+        assert len(stores) == len(widths) * config.num_consumers, config.name
     assert re.search(r"setmaxnreg\.dec\.sync\.aligned\.u32\s+40;", ptx)
     two = config.cluster == 2
     assert bool(re.search(r"cp\.async\.bulk\.tensor\.2d\.shared::cluster.*multicast", ptx)) == two
@@ -308,7 +332,9 @@ def test_r8_select_valid_for_every_problem():
         assert 1 <= plan.grid[0] <= max(units, 132 // config.cluster)
         if config.stream_k:
             assert plan.constexprs["PERSISTENT"] and plan.grid == (132 // config.cluster,)
-        if config.swap_ab:
+        if config.wide_swap:  # a mid-size M, as the narrowest of the widths that fits it
+            assert swap_fits(problem, config.tile_n, r8.SWAP_WIDE), (problem.key, config.name)
+        elif config.swap_ab:
             assert problem.m <= 64 < problem.n
         elif problem.m <= 16 < 64 < problem.n:
             raise AssertionError(f"{problem.key}: M <= 16 must swap A and B, got {config.name}")
@@ -330,12 +356,18 @@ def test_r8_menu_fits_shared_memory():
             epilogue = config.epilogue_bytes(out_bytes)
             assert config.stages(out_bytes) >= 2, config.name
             assert config.stages(out_bytes) * stage + epilogue <= r8.SMEM_BUDGET, config.name
-    assert len(r8.MENU) < 64, "a curated menu, not a cartesian product"
+    # curated: 48 configs, plus the wide swaps (each width on three tile families, two rasters)
+    assert len(r8.MENU) <= 48 + len(r8.SWAP_WIDE) * 3 * 2, "a curated menu, not a product"
+    for config in r8.MENU:
+        head, tail = config.boxes
+        assert head & (head - 1) == 0 and tail & (tail - 1) == 0 and (tail == 0 or tail >= 8)
+        assert tail == 0 or config.wide_swap, config.name  # two boxes: wide swaps only
 
 
 def test_r8_select_on_the_sweep():
     """What each ``sweep`` shape gets: decode shapes swap A and B with a 16-wide tile and split
-    K only where few tiles stream a long K; prefill shapes get a 128-row cluster-2 tile 128 or
+    K only where few tiles stream a long K; a mid-size M may swap into a wide tile that fits it
+    (M = 128 as one 128-wide column); prefill shapes get a 128-row cluster-2 tile 128 or
     256 wide (stream-K where the model prices the partial last wave above its tail); and no
     choice leaves more than 55 % of the SMs idle (decode is bound by streaming the weights from
     DRAM, which 64 CTAs already do at full speed: 64 unsplit 64x16 tiles beat 128 CTAs of
@@ -348,8 +380,8 @@ def test_r8_select_on_the_sweep():
     for p, c in chosen.items():
         if p.m <= 16:
             assert c.swap_ab and c.tile_n == 16 and c.cluster == 1, (p.key, c.name)
-        else:
-            assert not c.swap_ab, (p.key, c.name)
+        else:  # unswapped, or a mid-size M as the wide swap that fits it
+            assert not c.swap_ab or swap_fits(p, c.tile_n, r8.SWAP_WIDE), (p.key, c.name)
         if p.m == 8192:  # prefill: two consumer warpgroups on a wide tile, B multicast
             assert (c.tile_m, c.cluster, c.split_k) == (128, 2, 1) and c.tile_n >= 128, c.name
         ctas = c.ctas(p)

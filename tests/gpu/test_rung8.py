@@ -111,15 +111,16 @@ def test_stream_k_and_new_tiles_are_correct(spec: KernelSpec) -> None:
 MID_M = ["77x3000x512", "100x4104x2048", "338x8192x1000", "555x5000x1032", "1000x4096x4096"]
 #: Widths of the wide swapped tiles checked: the narrowest, an odd multiple of the wgmma N step
 #: of 8 (its ring has an odd number of 8-row swizzle groups: ``_workarounds``, defect 2 of the
-#: CuTeDSL backend), the widest.
-WIDE = ("72", "168", "256")
+#: CuTeDSL backend), a tile of two boxes (Gluon: 144 = 128 + 16, two wgmmas and two D boxes;
+#: 72 = 64 + 8 too), the widest.
+WIDE = ("72", "144", "168", "256")
 
 
 @pytest.mark.parametrize("spec", SPECS, ids=[s.id for s in SPECS])
 def test_wide_swapped_tiles_are_correct(spec: KernelSpec) -> None:
-    """Every wide swapped config (64- and 128-row, every cluster and split) at the ``WIDE``
-    widths. A backend whose swapped tiles are all narrow covers (Gluon: Triton's block shapes
-    are powers of two, so no 80..256-column family) has nothing to check here."""
+    """Every wide swapped config (64- and 128-row, every cluster, raster and split up to 2)
+    at the ``WIDE`` widths a backend has. A backend whose swapped tiles are all narrow covers
+    has nothing to check here."""
     swapped = [n for n in _menu(spec) if _values(n)["swap_ab"] == "1"]
     if all(int(_values(n)["tile_n"]) <= 64 for n in swapped):
         pytest.skip(f"not applicable: {spec.id} has no swapped tile wider than 64 columns")

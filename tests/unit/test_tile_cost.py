@@ -217,6 +217,29 @@ def test_a_wide_swapped_tile_fits_a_mid_size_m_tightly() -> None:
             assert 0 <= cdiv(m, w) * w - m < 8 * cdiv(m, w)  # under 8 rows a column padded
 
 
+def test_a_kernel_with_fewer_swap_widths_pads_to_the_next_it_has() -> None:
+    """Gluon's wide swaps are one or two power-of-two boxes (72, 80, 96, 128, ...): M's share
+    is padded to the narrowest of those that holds it, and no other width of the kernel's
+    fits; with every multiple of 8 (the default) the rule is the tight one above."""
+    two_boxes = (72, 80, 96, 128, 136, 144, 160, 192, 256)
+    mid = Problem(338, 8192, 8192)
+    assert swap_fits(mid, 192, two_boxes)  # 2 x 192: the share 169 -> 176, which Gluon lacks
+    assert not swap_fits(mid, 256, two_boxes)  # also 2 columns, but 192 holds the share
+    assert swap_fits(mid, 128, two_boxes)  # 3 x 128: the share 113 -> 120 -> 128
+    assert not swap_fits(mid, 176, two_boxes)  # not one of the kernel's widths
+    assert not swap_fits(mid, 192)  # every width: 176 holds the share
+    cfg = GemmConfig(128, 192, 2, swap_ab=True)
+    assert heuristic_allows(mid, cfg, swap_widths=two_boxes)
+    assert not heuristic_allows(mid, cfg)
+    for m in range(65, 2049):  # a fitting width for every M, each padding under one step
+        problem = Problem(m, 8192, 4096)
+        fits = [w for w in two_boxes if swap_fits(problem, w, two_boxes)]
+        assert fits, m
+        for w in fits:
+            share = cdiv(m, cdiv(m, w))
+            assert w == min(x for x in two_boxes if x >= share), (m, w)
+
+
 def test_a_wide_swap_walks_d_m_first_only_where_b_outgrows_l2() -> None:
     """B (N x K) re-read per column tile unless those tiles share a wave: raster m (D's M, the
     kernel's columns, first) where B is larger than L2, the kernel's rows first where not."""

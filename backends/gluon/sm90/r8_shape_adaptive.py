@@ -98,7 +98,15 @@ from backends.gluon._host import (
 from backends.gluon._pipeline import Counter
 from backends.gluon._schedule import grouped_tile
 from harness.protocol import ConfigSpace, KernelConfig, LaunchFn, Problem, cdiv, tma_launch
-from harness.tile_cost import HOPPER, GemmConfig, StreamK, cheapest, heuristic_allows, ranked
+from harness.tile_cost import (
+    HOPPER,
+    GemmConfig,
+    StreamK,
+    cheapest,
+    heuristic_allows,
+    heuristic_raster,
+    ranked,
+)
 
 # -- constants --------------------------------------------------------------------------------
 SUB_M = 64  # rows of one consumer warpgroup per CTA (wgmma m64)
@@ -123,10 +131,14 @@ class Smem:
 
     a_desc: tma.tensor_descriptor
     b_desc: tma.tensor_descriptor
+    b2_desc: tma.tensor_descriptor
     c_desc: tma.tensor_descriptor
+    c2_desc: tma.tensor_descriptor
     a_bufs: gl.shared_memory_descriptor
     b_bufs: gl.shared_memory_descriptor
+    b2_bufs: gl.shared_memory_descriptor
     c_smem: gl.shared_memory_descriptor
+    c2_smem: gl.shared_memory_descriptor
     w_ptr: gl.tensor
     ab_full: gl.shared_memory_descriptor
     ab_empty: gl.shared_memory_descriptor
@@ -143,16 +155,22 @@ class Smem:
     STREAM_K: gl.constexpr
     SWAP_AB: gl.constexpr
     PERSISTENT: gl.constexpr
+    TAIL_N: gl.constexpr
+    ROWS_FIRST: gl.constexpr
 
     @gluon.constexpr_function
     def __init__(
         self,
         a_desc,
         b_desc,
+        b2_desc,
         c_desc,
+        c2_desc,
         a_bufs,
         b_bufs,
+        b2_bufs,
         c_smem,
+        c2_smem,
         w_ptr,
         ab_full,
         ab_empty,
@@ -169,13 +187,19 @@ class Smem:
         STREAM_K,
         SWAP_AB,
         PERSISTENT,
+        TAIL_N,
+        ROWS_FIRST,
     ):
         self.a_desc = a_desc
         self.b_desc = b_desc
+        self.b2_desc = b2_desc
         self.c_desc = c_desc
+        self.c2_desc = c2_desc
         self.a_bufs = a_bufs
         self.b_bufs = b_bufs
+        self.b2_bufs = b2_bufs
         self.c_smem = c_smem
+        self.c2_smem = c2_smem
         self.w_ptr = w_ptr
         self.ab_full = ab_full
         self.ab_empty = ab_empty
@@ -192,6 +216,8 @@ class Smem:
         self.STREAM_K = gl.constexpr(STREAM_K)
         self.SWAP_AB = gl.constexpr(SWAP_AB)
         self.PERSISTENT = gl.constexpr(PERSISTENT)
+        self.TAIL_N = gl.constexpr(TAIL_N)
+        self.ROWS_FIRST = gl.constexpr(ROWS_FIRST)
 
 
 # -- the schedule: work units -> (tile, K range, where the result goes) -----------------------
@@ -200,7 +226,7 @@ def _num_units(s: Smem):
     """Work units the persistent programs stride over: tiles x K splits, or with stream-K the
     data-parallel tiles plus two tail segments per program (``harness.tile_cost.StreamK``)."""
     TILE_M: gl.constexpr = s.a_desc.block_shape[0] * s.NUM_CONSUMERS  # the cluster tile
-    TILE_N: gl.constexpr = s.b_desc.block_shape[0]
+    TILE_N: gl.constexpr = s.b_desc.block_shape[0] + s.TAIL_N
     tiles = gl.cdiv(s.M, TILE_M) * gl.cdiv(s.N, TILE_N)
     if s.STREAM_K:
         programs = gl.num_programs(0)
@@ -218,7 +244,7 @@ def _unit(s: Smem, unit):
     segment whose fp32 partial goes to workspace slot ``slot`` (-1: the whole tile, to D). An
     empty segment has first == end: both roles then skip the unit."""
     TILE_M: gl.constexpr = s.a_desc.block_shape[0] * s.NUM_CONSUMERS
-    TILE_N: gl.constexpr = s.b_desc.block_shape[0]
+    TILE_N: gl.constexpr = s.b_desc.block_shape[0] + s.TAIL_N
     TILE_K: gl.constexpr = s.a_desc.block_shape[1]
     num_tiles_m = gl.cdiv(s.M, TILE_M)
     num_tiles_n = gl.cdiv(s.N, TILE_N)
@@ -257,7 +283,10 @@ def _unit(s: Smem, unit):
         tile = unit % tiles_mn
         k_lo = split * k_tiles // s.SPLIT_K
         k_hi = (split + 1) * k_tiles // s.SPLIT_K
-    tile_m, tile_n = grouped_tile(tile, num_tiles_m, num_tiles_n, s.GROUP_M)
+    if s.ROWS_FIRST:
+        tile_m, tile_n = grouped_tile(tile, num_tiles_m, num_tiles_n, s.GROUP_M)
+    else:  # a wide swap's raster m: the column tiles (D's M) of one block of rows first
+        tile_n, tile_m = grouped_tile(tile, num_tiles_n, num_tiles_m, s.GROUP_M)
     return tile_m * TILE_M, tile_n * TILE_N, k_lo, k_hi, split, slot
 
 
@@ -266,6 +295,8 @@ def _unit(s: Smem, unit):
 def _load_tile(s: Smem, unit, empty):
     BOX_M: gl.constexpr = s.a_desc.block_shape[0]  # one consumer's cluster rows
     TILE_K: gl.constexpr = s.a_desc.block_shape[1]
+    # B's bytes: both boxes when the tile is two boxes wide (a one-box tile's b2 is b again)
+    B_BYTES: gl.constexpr = s.b_desc.nbytes_per_cta + s.b2_desc.nbytes_per_cta * (s.TAIL_N > 0)
     off_m, off_n, k_lo, k_hi, _, _ = _unit(s, unit)
     for kk in range(k_lo, k_hi):  # an empty stream-K segment loads nothing
         mbarrier.wait(s.ab_empty.index(empty.index), empty.phase)
@@ -273,7 +304,7 @@ def _load_tile(s: Smem, unit, empty):
             mbarrier.wait(s.b_empty.index(empty.index), empty.phase)  # lead CTA only
         full = s.ab_full.index(empty.index)
         # Each CTA receives its rows of each consumer's A box and the whole B tile.
-        mbarrier.expect(full, s.NUM_CONSUMERS * s.a_desc.nbytes_per_cta + s.b_desc.nbytes_per_cta)
+        mbarrier.expect(full, s.NUM_CONSUMERS * s.a_desc.nbytes_per_cta + B_BYTES)
         for c in gl.static_range(s.NUM_CONSUMERS):
             tma.async_load(
                 s.a_desc,
@@ -288,6 +319,14 @@ def _load_tile(s: Smem, unit, empty):
             s.b_bufs.index(empty.index),
             multicast=s.CLUSTER == 2,
         )
+        if s.TAIL_N > 0:
+            tma.async_load(
+                s.b2_desc,
+                [off_n + s.b_desc.block_shape[0], kk * TILE_K],
+                full,
+                s.b2_bufs.index(empty.index),
+                multicast=s.CLUSTER == 2,
+            )
         empty = empty.next()
     return empty
 
@@ -306,33 +345,50 @@ def _producer(s: Smem):
 
 # -- consumers: one or two warpgroups issuing wgmma, each with its own epilogue ---------------
 @gluon.jit
-def _mma_tile(s: Smem, unit, C: gl.constexpr, full, release):
-    BOX_M: gl.constexpr = s.a_desc.block_shape[0]
-    TILE_N: gl.constexpr = s.b_desc.block_shape[0]
-    acc_layout: gl.constexpr = gl.NVMMADistributedLayout(
+def _acc_layout(s: Smem, width: gl.constexpr):
+    return gl.NVMMADistributedLayout(
         version=[3, 0],
         warps_per_cta=[gl.num_warps(), 1],
-        instr_shape=[16, TILE_N, 16],
+        instr_shape=[16, width, 16],
         cga_layout=s.a_desc.layout.cga_layout,
     )
+
+
+@gluon.jit
+def _mma_tile(s: Smem, unit, C: gl.constexpr, full, release):
+    BOX_M: gl.constexpr = s.a_desc.block_shape[0]
+    HEAD_N: gl.constexpr = s.b_desc.block_shape[0]
     off_m, off_n, k_lo, k_hi, split, slot = _unit(s, unit)
     if k_hi > k_lo:  # an empty stream-K segment: nothing arrived, nothing to release or store
-        acc = gl.zeros([BOX_M, TILE_N], gl.float32, acc_layout)
+        acc = gl.zeros([BOX_M, HEAD_N], gl.float32, _acc_layout(s, HEAD_N))
+        if s.TAIL_N > 0:  # a tile two boxes wide: a second wgmma per k-step, on the tail box
+            acc2 = gl.zeros([BOX_M, s.TAIL_N], gl.float32, _acc_layout(s, s.TAIL_N))
         for kk in range(k_lo, k_hi):
             mbarrier.wait(s.ab_full.index(full.index), full.phase)
             a = s.a_bufs.index(s.NUM_CONSUMERS * full.index + C)
             b = s.b_bufs.index(full.index).permute((1, 0))
             acc = warpgroup_mma(a, b, acc, is_async=True)
-            # Keep one wgmma in flight: once only the newest is outstanding, the previous
-            # stage's operands are no longer read and can be handed back.
-            acc, a, b = warpgroup_mma_wait(num_outstanding=1, deps=(acc, a, b))
+            # Keep one k-step of wgmma in flight: once only the newest step's are
+            # outstanding, the previous stage's operands are no longer read and can be
+            # handed back.
+            if s.TAIL_N > 0:
+                b2 = s.b2_bufs.index(full.index).permute((1, 0))
+                acc2 = warpgroup_mma(a, b2, acc2, is_async=True)
+                acc, acc2, a, b, b2 = warpgroup_mma_wait(
+                    num_outstanding=2, deps=(acc, acc2, a, b, b2)
+                )
+            else:
+                acc, a, b = warpgroup_mma_wait(num_outstanding=1, deps=(acc, a, b))
             if kk > k_lo:
                 mbarrier.arrive(s.ab_empty.index(release.index))
                 if s.CLUSTER == 2:
                     mbarrier.arrive(s.b_empty.index(release.index))  # remote arrive on the lead
                 release = release.next()
             full = full.next()
-        acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc,))
+        if s.TAIL_N > 0:
+            acc, acc2 = warpgroup_mma_wait(num_outstanding=0, deps=(acc, acc2))
+        else:
+            acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc,))
         mbarrier.arrive(s.ab_empty.index(release.index))
         if s.CLUSTER == 2:
             mbarrier.arrive(s.b_empty.index(release.index))
@@ -341,6 +397,8 @@ def _mma_tile(s: Smem, unit, C: gl.constexpr, full, release):
             _store_partial(s, acc, slot, C)
         else:
             _store_tile(s, acc, off_m, off_n, split, C)
+            if s.TAIL_N > 0:
+                _store_tail(s, acc2, off_m, off_n, C)
     return full, release
 
 
@@ -372,7 +430,7 @@ def _store_tile(s: Smem, acc, off_m, off_n, split, C: gl.constexpr):
         # The kernel computed D^T (its rows are D's columns). The permute only relabels the
         # register layout; the shared store transposes (stmatrix .trans for 16-bit D) into
         # D's row-major box.
-        tma.store_wait(pendings=0)  # the previous tile's store has read the buffer
+        tma.store_wait(pendings=0)  # the previous tile's stores have read the buffers
         c_smem = s.c_smem.index(C)
         c_smem.store(gl.permute(acc.to(s.c_desc.dtype), (1, 0)))
         fence_async_shared()  # generic-proxy smem writes -> async-proxy (TMA) reads
@@ -396,6 +454,18 @@ def _store_tile(s: Smem, acc, off_m, off_n, split, C: gl.constexpr):
             c_smem.store(boxes[j // 2][j % 2])
             fence_async_shared()
             tma.async_store(s.c_desc, [row0 + off_m + C * BOX_M, off_n + j * EPI_N], c_smem)
+
+
+@gluon.jit
+def _store_tail(s: Smem, acc2, off_m, off_n, C: gl.constexpr):
+    """A two-box swapped tile's second box of D rows, after its first (``_store_tile``, whose
+    ``store_wait`` covered this buffer too: the previous tile's tail store is done)."""
+    BOX_M: gl.constexpr = s.a_desc.block_shape[0]
+    HEAD_N: gl.constexpr = s.b_desc.block_shape[0]
+    c2_smem = s.c2_smem.index(C)
+    c2_smem.store(gl.permute(acc2.to(s.c2_desc.dtype), (1, 0)))
+    fence_async_shared()
+    tma.async_store(s.c2_desc, [off_n + HEAD_N, off_m + C * BOX_M], c2_smem)
 
 
 @gluon.jit
@@ -423,7 +493,9 @@ def _consumer(s: Smem, C: gl.constexpr):
 def r8_shape_adaptive_kernel(
     a_desc,
     b_desc,
+    b2_desc,
     c_desc,
+    c2_desc,
     w_ptr,
     M,
     N,
@@ -437,6 +509,8 @@ def r8_shape_adaptive_kernel(
     STREAM_K: gl.constexpr,
     SWAP_AB: gl.constexpr,
     PERSISTENT: gl.constexpr,
+    TAIL_N: gl.constexpr,
+    ROWS_FIRST: gl.constexpr,
     PRODUCER_WARPS: gl.constexpr,
     PRODUCER_REGS: gl.constexpr,
     CONSUMER_REGS: gl.constexpr,
@@ -458,6 +532,22 @@ def r8_shape_adaptive_kernel(
         [NUM_CONSUMERS * EPI_BUFS] + c_desc.block_shape,  # noqa: RUF005
         c_desc.layout,
     )
+    # A tile two boxes wide (a wide swap: TAIL_N > 0) has a second B ring and D buffer; any
+    # other tile passes its first box's descriptors again, unused.
+    if TAIL_N > 0:
+        b2_bufs = gl.allocate_shared_memory(
+            dtype,
+            [NUM_STAGES] + b2_desc.block_shape,  # noqa: RUF005
+            b2_desc.layout,
+        )
+        c2_smem = gl.allocate_shared_memory(
+            c2_desc.dtype,
+            [NUM_CONSUMERS] + c2_desc.block_shape,  # noqa: RUF005
+            c2_desc.layout,
+        )
+    else:
+        b2_bufs = b_bufs
+        c2_smem = c_smem
     # -- barriers --
     ab_full = mbarrier.allocate_mbarrier(batch=NUM_STAGES)
     ab_empty = mbarrier.allocate_mbarrier(batch=NUM_STAGES)
@@ -474,10 +564,14 @@ def r8_shape_adaptive_kernel(
     s = Smem(
         a_desc,
         b_desc,
+        b2_desc,
         c_desc,
+        c2_desc,
         a_bufs,
         b_bufs,
+        b2_bufs,
         c_smem,
+        c2_smem,
         w_ptr,
         ab_full,
         ab_empty,
@@ -494,6 +588,8 @@ def r8_shape_adaptive_kernel(
         STREAM_K,
         SWAP_AB,
         PERSISTENT,
+        TAIL_N,
+        ROWS_FIRST,
     )
     # -- roles --
     if NUM_CONSUMERS == 2:
@@ -598,6 +694,14 @@ class R8Config(GemmConfig):
         return self.tile_m // SUB_M
 
     @property
+    def boxes(self) -> tuple[int, int]:
+        """(head, tail): the columns of the tile's two B (and D) boxes. TMA boxes and Triton's
+        blocks are powers of two, so a wide swap of another width is two boxes, each with its
+        own wgmma and accumulator (144 = 128 + 16); tail 0: one box."""
+        head = 1 << (self.tile_n.bit_length() - 1)
+        return head, self.tile_n - head
+
+    @property
     def epi_n(self) -> int:
         """Columns of one epilogue box: the whole tile, or ``EPI_N`` for the one-CTA 256-wide
         tiles (four boxes through two buffers per consumer: one more ring stage; backend
@@ -624,10 +728,11 @@ RUNG7 = R8Config()
 
 def _menu() -> tuple[R8Config, ...]:
     """Curated: cluster 2 only for the wide 128-row tiles (where B traffic matters); split-K
-    only where the fp32 epilogue still leaves room for a ring (tile_n <= 128); swap-AB only
-    with the narrow tiles that cover a small M (16/32/64 columns), cluster 1; stream-K on the
-    unswapped tiles a tail wave is made of (the partials bypass shared memory). Every width is
-    a power of two: Triton's block shapes must be (no 160- or 192-wide tiles, unlike CuTeDSL)."""
+    only where the fp32 epilogue still leaves room for a ring (tile_n <= 128); swap-AB with
+    the narrow tiles that cover a small M (16/32/64 columns, cluster 1, split or not) and with
+    the ``SWAP_WIDE`` tiles for a mid-size M (unsplit; 64 or 128 rows, cluster 1 or 2, both
+    rasters); stream-K on the unswapped tiles a tail wave is made of (the partials bypass
+    shared memory). Unswapped widths are powers of two: Triton's block shapes must be."""
     menu = [RUNG7, R8Config(group=16), R8Config(tile_n=128), R8Config(tile_n=128, group=16)]
     one_cta = ((128, 256), (128, 128), (128, 64), (128, 32), (128, 16), (64, 256))
     for tm, tn in (*one_cta, (64, 128), (64, 64)):
@@ -639,7 +744,17 @@ def _menu() -> tuple[R8Config, ...]:
             menu += [R8Config(tm, tn, cluster=1, swap_ab=True, split_k=s) for s in (1, 2, 4)]
     for tm, tn, cluster in STREAM_K_TILES:
         menu.append(R8Config(tm, tn, cluster, stream_k=True))
+    for tn in SWAP_WIDE:
+        for tm, cluster in ((128, 2), (128, 1), (64, 1)):
+            menu += [R8Config(tm, tn, cluster, swap_ab=True, raster=r) for r in ("m", "n")]
     return tuple(menu)
+
+
+#: Widths of the wide swapped tiles (M on the wgmma N side): the sums of one or two powers of
+#: two from 8 up that ``boxes`` splits, 72..256 (``harness.tile_cost.swap_fits`` pads M's
+#: share of its column tiles to the next of them: 338 rows as 2 x 192, where CuTeDSL, with
+#: every multiple of 8, runs 2 x 176).
+SWAP_WIDE = (72, 80, 96, 128, 136, 144, 160, 192, 256)
 
 
 #: (tile_m, tile_n, cluster) of the stream-K configs.
@@ -658,8 +773,11 @@ def _valid(problem: Problem, config: R8Config) -> str | None:
     k_tiles = cdiv(problem.k, BLOCK_K)
     if config.split_k > k_tiles:
         return f"splits K = {problem.k} ({k_tiles} k-tiles) into {config.split_k} parts"
-    if config.raster != "m":
-        return "Gluon's tile order walks M within an L2 group (raster m only)"
+    if config.raster != "m" and not config.wide_swap:
+        return "raster n walks a wide swap's rows first; other tiles walk M (raster m only)"
+    tail = config.boxes[1]
+    if tail & (tail - 1) or 0 < tail < 8 or (tail and not config.swap_ab):
+        return f"tile_n = {config.tile_n}: two boxes only for a swapped tile, 8..128 + 8 wide"
     if config.stream_k and (config.swap_ab or config.split_k > 1 or problem.n % 8):
         return "stream-K: unswapped, unsplit, and D's rows 16-byte aligned (N % 8 == 0)"
     rows, cols = workspace_shape(problem, config)
@@ -697,13 +815,16 @@ COST = HOPPER.with_params(
 )
 
 
+def _variant(problem: Problem, config: R8Config) -> bool:
+    """Knobs the cost model cannot see, set otherwise than the heuristic would: group 16, or
+    a wide swap's raster other than ``heuristic_raster``'s."""
+    return config.group != 8 or config.raster != heuristic_raster(problem, config)
+
+
 def _ranked(problem: Problem) -> list[R8Config]:
     """Every valid menu config, cheapest first by the shared cost model (what ``bench --tune
-    --tune-top`` times first), the group-16 variants (which the model cannot tell apart)
-    after all the others."""
-    return ranked(
-        problem, MENU, _valid, variant=lambda p, c: c.group != 8, block_k=BLOCK_K, model=COST
-    )
+    --tune-top`` times first), the variants (``_variant``) after all the others."""
+    return ranked(problem, MENU, _valid, variant=_variant, block_k=BLOCK_K, model=COST)
 
 
 def _heuristic(problem: Problem) -> R8Config:
@@ -713,7 +834,7 @@ def _heuristic(problem: Problem) -> R8Config:
     M x N), then to no split and no stream-K."""
 
     def allowed(c: R8Config) -> bool:
-        return c.group == 8 and heuristic_allows(problem, c, BLOCK_K)
+        return c.group == 8 and heuristic_allows(problem, c, BLOCK_K, SWAP_WIDE)
 
     return cheapest(problem, MENU, _valid, allowed, block_k=BLOCK_K, model=COST)
 
@@ -727,19 +848,28 @@ def plan(problem: Problem, num_sms: int, config: R8Config) -> Plan:
     out_dtype = "fp32" if split else problem.dtype
     cta = ((1, 0),) if config.cluster == 2 else ()
     a_op, b_op = ("b", "a") if config.swap_ab else ("a", "b")
+    head, tail = config.boxes
+    b_cta = ((0, 0),) if config.cluster == 2 else ()  # multicast: each CTA holds the whole box
+    c_cta = cta
     if config.swap_ab:  # D's box is the transposed tile: [tile_n rows of D, 64 columns]
-        c_box = (config.tile_n, box_m)
+        c_box, c2_box = (head, box_m), (tail, box_m)
+        c_cta = ((0, 1),) if config.cluster == 2 else ()  # the CTAs split D's columns
     else:
-        c_box = (box_m, config.epi_n)
+        c_box = c2_box = (box_m, config.epi_n)
     tiles = cdiv(rows, box_m * config.num_consumers) * cdiv(cols, config.tile_n) * config.split_k
     programs = num_sms // config.cluster
     # Stream-K always runs one program per SM (cluster): its tail is spread over all of them.
     persistent = tiles > programs or config.stream_k
+    c_op, c_dtype = ("w", out_dtype) if split else ("c", None)
+    b = Desc(b_op, (head, BLOCK_K), b_cta)
+    c = Desc(c_op, c_box, c_cta, dtype=c_dtype)
     return Plan(
         args=(
             Desc(a_op, (box_m, BLOCK_K), cta),
-            Desc(b_op, (config.tile_n, BLOCK_K), ((0, 0),) if config.cluster == 2 else ()),
-            Desc("w" if split else "c", c_box, cta, dtype=out_dtype if split else None),
+            b,
+            Desc(b_op, (tail, BLOCK_K), b_cta) if tail else b,  # a one-box tile: unused
+            c,
+            Desc(c_op, c2_box, c_cta, dtype=c_dtype) if tail else c,
             # stream-K's partials; any other config ignores it (D stands in)
             Ptr("w", dtype="fp32") if config.stream_k else Ptr("c"),
             rows,
@@ -756,6 +886,10 @@ def plan(problem: Problem, num_sms: int, config: R8Config) -> Plan:
             STREAM_K=config.stream_k,
             SWAP_AB=config.swap_ab,
             PERSISTENT=persistent,
+            TAIL_N=tail,
+            # Kernel rows first within a group, but a wide swap's raster m walks its column
+            # tiles (D's M) first. A narrow cover has one column: the same order either way.
+            ROWS_FIRST=not (config.wide_swap and config.raster == "m"),
             PRODUCER_WARPS=PRODUCER_WARPS,
             PRODUCER_REGS=PRODUCER_REGS,
             CONSUMER_REGS=CONSUMER_REGS,
