@@ -543,6 +543,7 @@ def cmd_fit_cost(args: argparse.Namespace) -> int:
             rounds=args.rounds,
             base=base,
             only=tuple(args.only),
+            min_problems=args.min_problems,
         )
     except ValueError as e:
         raise UsageError(str(e)) from None
@@ -746,6 +747,14 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="PATTERN",
         help="fit only the constants matching this glob (repeatable), e.g. 'eff:256x*'; "
         "the others keep the base's values",
+    )
+    p.add_argument(
+        "--min-problems",
+        type=int,
+        default=1,
+        metavar="N",
+        help="a tile timed on fewer problems keeps the base's (interpolated) efficiency "
+        "instead of one fitted to so few timings (default 1: every timed tile is fitted)",
     )
     p.set_defaults(fn=cmd_fit_cost)
     return ap

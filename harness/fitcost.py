@@ -70,10 +70,12 @@ def report(
     rounds: int = 6,
     base: TileCostModel = HOPPER,
     only: Sequence[str] = (),
+    min_problems: int = 1,
 ) -> str:
     """The text ``fit-cost`` prints (ValueError when the documents hold no rung-8 timing).
     ``base`` is the model the fit starts from (a backend's ``COST``), ``only`` the constants
-    it fits (``tile_cost.fit``); the report's last line says which."""
+    it fits and ``min_problems`` the problems a tile needs for an efficiency of its own
+    (``tile_cost.fit``); the report's last line says which."""
     data = samples(docs, backends)
     if not data:
         raise ValueError(
@@ -85,7 +87,8 @@ def report(
     lines = [f"{len(data)} timings of {problems} problems ({', '.join(gpus)})"]
     errors, regrets = evaluate(base, data)
     lines.append(_line("current constants, in sample", errors, [r for _, r in regrets]))
-    cv = cross_validate(data, base, folds=folds, rounds=rounds, only=only)
+    kw = dict(rounds=rounds, only=only, min_problems=min_problems)
+    cv = cross_validate(data, base, folds=folds, **kw)
     lines.append(
         f"{folds}-fold cross-validation (fit on the other folds' problems): median |log err| "
         f"{cv.median_abs_log_err:.3f}, mean {cv.mean_abs_log_err:.3f}; first choice "
@@ -97,14 +100,14 @@ def report(
     lines += [f"    {p.key:<24} regret {100 * r:5.1f} %" for p, r in worst]
     runs = sorted({s.run for s in data})
     if len(runs) > 1:
-        by_run = cross_validate(data, base, rounds=rounds, by_run=True, only=only)
+        by_run = cross_validate(data, base, by_run=True, **kw)
         lines.append(
             f"leave one tuning run out ({len(runs)} runs; the estimate for a new suite): "
             f"median |log err| {by_run.median_abs_log_err:.3f}; first choice "
             f"{100 * sum(r for _, r in by_run.regrets) / max(1, len(by_run.regrets)):.1f} % "
             f"slower than the fastest timed (mean), {100 * by_run.worst_regret:.1f} % worst"
         )
-    fitted = fit(data, base, rounds=rounds, only=only)
+    fitted = fit(data, base, **kw)
     errors, regrets = evaluate(fitted, data)
     lines.append(_line("fitted on all, in sample", errors, [r for _, r in regrets]))
     lines.append(
@@ -119,6 +122,15 @@ def report(
     ]
     if only:
         lines.append(f"(only {', '.join(only)} fitted; every other constant kept from the base)")
+    if min_problems > 1:
+        counts: dict[str, set[Problem]] = {}
+        for s in data:
+            counts.setdefault(f"{s.config.tile_m}x{s.config.tile_n}", set()).add(s.problem)
+        few = sorted(t for t, ps in counts.items() if len(ps) < min_problems)
+        lines.append(
+            f"(timed on fewer than {min_problems} problems, so not fitted: "
+            f"{', '.join(few) or 'none'})"
+        )
     return "\n".join(lines)
 
 

@@ -562,13 +562,20 @@ def fit(
     block_k: int = 64,
     rounds: int = 6,
     only: Sequence[str] = (),
+    min_problems: int = 1,
 ) -> TileCostModel:
     """``base`` with its constants (:meth:`TileCostModel.params`; the tile efficiencies only
     for tiles in ``samples``) fitted to ``samples`` by coordinate descent on log scale,
     minimizing the per-problem mean squared log error. Deterministic. ``only`` (glob patterns,
     e.g. ``eff:256x*``) fits just the constants it names and keeps the rest of ``base``: a
-    new tile family's efficiencies against constants already fitted on more data."""
-    used = {(s.config.tile_m, s.config.tile_n) for s in samples}
+    new tile family's efficiencies against constants already fitted on more data. A tile
+    timed on fewer than ``min_problems`` problems gets no efficiency of its own (one timing
+    would set it alone, noise and all): it keeps ``base``'s, interpolated between its
+    neighbours where ``base`` has none."""
+    problems: dict[tuple[int, int], set[Problem]] = {}
+    for s in samples:
+        problems.setdefault((s.config.tile_m, s.config.tile_n), set()).add(s.problem)
+    used = {tile for tile, ps in problems.items() if len(ps) >= min_problems}
     params = base.params()
     names = [n for n in params if not n.startswith("eff:")]
     names += [f"eff:{r}x{c}" for r, c in sorted(used)]
@@ -651,6 +658,7 @@ def cross_validate(
     rounds: int = 6,
     by_run: bool = False,
     only: Sequence[str] = (),
+    min_problems: int = 1,
 ) -> FoldReport:
     """K-fold by problem: fit on the other folds' problems, measure on this fold's (a problem's
     configs are never split between fit and test).
@@ -676,7 +684,10 @@ def cross_validate(
         test = [s for s in samples if fold_of[s.problem] == f]
         if not train or not test:
             continue
-        e, r = evaluate(fit(train, base, block_k=block_k, rounds=rounds, only=only), test, block_k)
+        model = fit(
+            train, base, block_k=block_k, rounds=rounds, only=only, min_problems=min_problems
+        )
+        e, r = evaluate(model, test, block_k)
         errors += e
         regrets += r
     regret = [r for _, r in regrets]

@@ -320,6 +320,19 @@ def test_a_partial_fit_moves_only_the_constants_it_names() -> None:
     assert moved == {"eff:256x144"}
 
 
+def test_a_tile_timed_on_too_few_problems_keeps_its_interpolated_efficiency() -> None:
+    """One timing of a tile would set its efficiency alone (noise and all): below
+    ``min_problems`` problems it stays interpolated between its fitted neighbours."""
+    base = HOPPER.with_params({"eff:128x128": 0.6, "eff:128x160": 0.8})
+    once = GemmConfig(128, 144, 1, swap_ab=True)
+    truth = base.with_params({"eff:128x144": 0.95})
+    data = [Sample(Problem(300, 8192, 8192), once, truth.seconds(Problem(300, 8192, 8192), once))]
+    assert (128, 144) in fit(data, base, rounds=2).efficiency  # the default: fitted
+    kept = fit(data, base, rounds=2, min_problems=2)
+    assert (128, 144) not in kept.efficiency
+    assert kept.tile_efficiency(128, 144) == pytest.approx(0.7)
+
+
 # -- fitting and cross-validation -----------------------------------------------------------------
 def _synthetic(truth: TileCostModel) -> list[Sample]:
     problems = [Problem(m, n, k) for m in (1, 200, 1000, 8192) for n, k in ((4096, 4096),

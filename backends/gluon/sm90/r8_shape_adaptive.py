@@ -8,11 +8,17 @@ exactly rung 7's shape (128x256 per CTA, two consumer warpgroups, 2-CTA cluster,
 Changes from rung 7 (``multi_consumer``):
   * the kernel is a family: ``NUM_CONSUMERS`` 1 or 2 (a 64- or 128-row CTA tile of
     ``wgmma m64nNk16``), a tile width of 16..256 (powers of two: Triton's block shapes must
-    be), ``CLUSTER`` 1 (no multicast, no pair barrier) or 2 (rung 7's B multicast); the stage
-    count is the most that fits the shared memory;
+    be; a wide swap's may be the sum of two), ``CLUSTER`` 1 (no multicast, no pair barrier)
+    or 2 (rung 7's B multicast); the stage count is the most that fits the shared memory;
   * ``swap_ab`` (small M): the kernel runs on (B, A), so N fills the 64-row wgmma side and M
     the narrow tile width; the epilogue permutes the accumulator in registers and stores
     the transposed tile into shared memory, and one TMA store writes D (a [tile_n, 64] box);
+  * wide swaps (mid-size M, ``SWAP_WIDE``: 72..256 columns): M's share of up to eight column
+    tiles on the wgmma N side. Triton's blocks and TMA boxes are powers of two, so a width
+    that is not one is two boxes (``R8Config.boxes``: 144 = 128 + 16) — two B rings filled
+    under one ``ab_full``, two wgmmas and accumulators per k-step (one step in flight is two
+    commit groups), two D boxes stored; ``TAIL_N`` > 0 compiles that in. Their ``raster`` m
+    walks the column tiles of one block of rows first (``ROWS_FIRST`` off), raster n the rows;
   * ``split_k`` (few tiles, long K): work units run over (split, tile); split s reduces the
     k-tiles ``[s*kt//S, (s+1)*kt//S)`` and TMA-stores fp32 partials into its own slice of a
     workspace allocated at compile time; ``splitk_reduce_kernel`` then sums the S slices in
@@ -31,11 +37,12 @@ Changes from rung 7 (``multi_consumer``):
 
 Config knobs: ``R8Config`` is ``harness.tile_cost.GemmConfig``, the vocabulary every rung 8
 shares — ``tile_m`` (64 | 128 rows per CTA = 1 | 2 consumer warpgroups), ``tile_n``,
-``cluster``, ``swap_ab``, ``split_k``, ``stream_k``, ``raster`` (always "m" here: the tile
-order walks M within a group; a swapped tile here covers all of D's M in one column, so the
-order is D's M first either way), ``group``. The menu is curated (``MENU`` below); the heuristic
-is the shared cost model's cheapest allowed entry. Derived per problem, not knobs: the stage
-count (from the tile family) and persistence (from the problem's tile count).
+``cluster``, ``swap_ab``, ``split_k``, ``stream_k``, ``raster`` ("m": the tile order walks
+M within a group — a narrow swapped cover has one column, so the order is the same either
+way; "n" only for the wide swaps, see above), ``group``. The menu is curated (``MENU``
+below); the heuristic is the shared cost model's cheapest allowed entry. Derived per
+problem, not knobs: the stage count (from the tile family) and persistence (from the
+problem's tile count).
 
 Shared memory per CTA (2-byte operands, BLOCK_K = 64; budget 224 KiB + barriers < 227 KiB):
   stage = (tile_m + tile_n) x 64 x 2;  epilogue = tile_m x tile_n x (2, or 4 for split-K),
@@ -55,6 +62,8 @@ Shared memory per CTA (2-byte operands, BLOCK_K = 64; budget 224 KiB + barriers 
   | 128x32, 128x16 | 20, 18 KiB | 8, 4 / 16, 8 KiB | 8 / 8 |
   | swap 128x16, x32, x64 | 18, 20, 24 KiB | 4, 8, 16 / 8, 16, 32 KiB | 12, 10, 8 / 12, 10, 8 |
   | swap 64x16, 64x32, 64x64 | 10, 12, 16 KiB | 2, 4, 8 / 4, 8, 16 KiB | 12 / 12 |
+  | wide swap 128x72 .. 128x256 | 25 .. 48 KiB | 18 .. 64 KiB / - | 8 .. 3 / - |
+  | wide swap 64x72 .. 64x256 | 17 .. 40 KiB | 9 .. 32 KiB / - | 12 .. 4 / - |
 
 Barriers (per stage s; the pair barrier exists only with ``CLUSTER = 2``):
 
@@ -787,30 +796,48 @@ def _valid(problem: Problem, config: R8Config) -> str | None:
 
 
 #: The shared cost model with this kernel family's constants: ``python -m harness fit-cost
-#: reports/results --backend gluon`` (the H200 tuning runs there: the sweep grid's and
-#: ``tune-r8-random10{1,2,3}-gluon-h200-2026112*``; README, "Cost model"). A tile no run
-#: timed takes its neighbours' efficiency (``TileCostModel.tile_efficiency``).
+#: reports/results --backend gluon --base backends.gluon.sm90.r8_shape_adaptive
+#: --min-problems 3`` (the H200 tuning runs there: the sweep grid's,
+#: ``tune-r8-random10{1,2,3}-gluon-h200-2026112*`` and the wide swaps'
+#: ``tune-r8-wideswap{A,B}-gluon-h200-20261125``; README, "Cost model"). A tile no run timed
+#: (or timed on fewer than 3 problems) takes its neighbours' efficiency
+#: (``TileCostModel.tile_efficiency``).
 COST = HOPPER.with_params(
     {
-        "hbm_bytes_per_s": 6.16e12,
-        "sm_stream_bytes_per_s": 1.267e11,
-        "sm_store_bytes_per_s": 1.852e17,
+        "hbm_bytes_per_s": 6.064e12,
+        "sm_stream_bytes_per_s": 1.458e11,
+        "sm_store_bytes_per_s": 8.3e17,
         "reduce_launch_s": 4.53e-06,
-        "launch_s": 5.176e-06,
-        "unit_s": 1.111e-06,
+        "launch_s": 5.424e-06,
+        "unit_s": 9.959e-07,
         "overlap_loss": 0.411,
         "cluster2_gain": 1,
-        "idle_boost": 0.4697,
+        "swap_gain": 0.9542,
+        "idle_boost": 0.4846,
         "eff:64x16": 0.1819,
-        "eff:64x32": 0.2644,
-        "eff:64x64": 0.4151,
-        "eff:64x128": 0.687,
+        "eff:64x32": 0.2603,
+        "eff:64x64": 0.4087,
+        "eff:64x72": 0.3665,
+        "eff:64x80": 0.4831,
+        "eff:64x96": 0.6052,
+        "eff:64x128": 0.6555,
+        "eff:64x136": 0.5732,
+        "eff:64x144": 0.5486,
+        "eff:64x160": 0.537,
+        "eff:64x192": 0.6928,
         "eff:64x256": 0.6941,
         "eff:128x16": 0.2032,
-        "eff:128x32": 0.3229,
+        "eff:128x32": 0.3179,
         "eff:128x64": 0.5399,
+        "eff:128x72": 0.5628,
+        "eff:128x80": 0.6235,
+        "eff:128x96": 0.6723,
         "eff:128x128": 0.7233,
-        "eff:128x256": 0.7433,
+        "eff:128x136": 0.6573,
+        "eff:128x144": 0.6662,
+        "eff:128x160": 0.6947,
+        "eff:128x192": 0.759,
+        "eff:128x256": 0.7318,
     }
 )
 
