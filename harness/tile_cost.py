@@ -271,6 +271,12 @@ class TileCostModel:
     #: MMA rate of a swapped tile wider than the narrow covers (M on the wgmma N side, D
     #: stored transposed) relative to the same tile unswapped.
     swap_gain: float = 1.0
+    #: A wide swapped tile's rate in a 2-CTA cluster against one CTA, on top of
+    #: ``cluster2_gain``: a swapped pair multicasts the kernel's narrow operand (D's A, M x K,
+    #: which L2 already holds for every tile of its rows), so the pair saves little traffic and
+    #: pays its cross-CTA barriers — how much is the kernel's (Gluon's pairs ran 2.2 % slower
+    #: than one CTA in 80 of 102 timed pairs, CuTeDSL's 4.3 % faster).
+    swap_cluster2_gain: float = 1.0
     #: MMA rate gained per fraction of the SMs a grid leaves idle (a grid of half the SMs runs
     #: each at 1 + idle_boost / 2 the rate): a partial wave draws less power, so the SMs that
     #: run it clock higher on a power-limited GPU and share L2 and DRAM among fewer. 0 = none.
@@ -307,7 +313,8 @@ class TileCostModel:
                 workspace = s * m * n * 4
                 reduce = self.reduce_launch_s + 2 * workspace / self.hbm_bytes_per_s
         eff = self.tile_efficiency(tm, tn)
-        eff *= self.cluster2_gain if config.cluster == 2 else 1.0
+        if config.cluster == 2:
+            eff *= self.cluster2_gain * (self.swap_cluster2_gain if config.wide_swap else 1.0)
         eff *= self.swap_gain if config.wide_swap else 1.0
         if not config.stream_k:  # stream-K's grid is every SM
             eff *= 1.0 + self.idle_boost * max(0.0, 1.0 - config.ctas(problem) / self.num_sms)
@@ -372,6 +379,7 @@ _FITTED = (
     "overlap_loss",
     "cluster2_gain",
     "swap_gain",
+    "swap_cluster2_gain",
     "idle_boost",
 )
 
@@ -596,7 +604,7 @@ def fit(
                     trial_value = value * factor
                     if name.startswith("eff:") or name in ("overlap_loss", "idle_boost"):
                         trial_value = min(trial_value, 1.0)
-                    if name == "swap_gain":
+                    if name in ("swap_gain", "swap_cluster2_gain"):
                         trial_value = min(max(trial_value, 0.7), 1.1)
                     if name == "cluster2_gain":
                         # A multicast pair halves B's L2 traffic and adds no MMA work: the

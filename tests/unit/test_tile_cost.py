@@ -273,6 +273,23 @@ def test_an_untimed_tile_takes_its_neighbours_efficiency() -> None:
     assert slow.seconds(p, GemmConfig(128, 176, 1)) == model.seconds(p, GemmConfig(128, 176, 1))
 
 
+def test_a_swapped_pair_pays_its_own_cluster_factor_and_nothing_else_does() -> None:
+    """``swap_cluster2_gain`` prices a wide swapped tile in a 2-CTA cluster against the same
+    tile on one CTA; an unswapped pair (rung 7's) and a swapped single CTA keep their time,
+    and a factor below 1 turns the model's pick for a wide swap to one CTA."""
+    model = HOPPER.with_params({"eff:128x192": 0.75})
+    slow = model.with_params({"swap_cluster2_gain": 0.97})
+    p = Problem(338, 8192, 8192)
+    pair, one = GemmConfig(128, 192, 2, swap_ab=True), GemmConfig(128, 192, 1, swap_ab=True)
+    assert slow.seconds(p, pair) > model.seconds(p, pair)
+    assert slow.seconds(p, one) == model.seconds(p, one)
+    rung7 = GemmConfig(128, 256, 2)
+    assert slow.seconds(Problem(8192, 8192, 8192), rung7) == model.seconds(
+        Problem(8192, 8192, 8192), rung7
+    )
+    assert slow.seconds(p, one) < slow.seconds(p, pair)
+
+
 def test_fit_starts_a_tile_no_run_timed_from_its_interpolated_efficiency() -> None:
     base = HOPPER.with_params({"eff:128x128": 0.6, "eff:128x160": 0.8})
     wide = GemmConfig(128, 144, 1, swap_ab=True)
