@@ -65,8 +65,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--config-shard",
         default=None,
         metavar="K/N",
-        help="check only the K-th of N slices of each config menu (menu entries K, K+N, ...) "
-        "in test_every_config_is_correct, to fit a long menu into GPU jobs with a time limit",
+        help="check only the K-th of N slices of each config list (entries K, K+N, ...) in "
+        "test_every_config_is_correct and rung 8's forced-config tests (tests/gpu/"
+        "test_rung8.py), to fit a long list into GPU jobs with a time limit",
     )
 
 

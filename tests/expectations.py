@@ -198,3 +198,17 @@ def require_runnable(spec: KernelSpec, capability: tuple[int, int]) -> None:
     if action == "skip":
         pytest.skip(reason)
     warnings.warn(reason, stacklevel=3)
+
+
+def config_shard(menu: list[str], shard: str | None) -> list[str]:
+    """The entries of ``menu`` that ``--config-shard K/N`` names: K, K+N, K+2N, ... (1-based);
+    all of them without a shard."""
+    if shard is None:
+        return list(menu)
+    try:
+        k, n = (int(x) for x in shard.split("/"))
+    except ValueError:
+        raise pytest.UsageError(f"--config-shard {shard!r}: expected K/N, e.g. 2/3") from None
+    if not 1 <= k <= n:
+        raise pytest.UsageError(f"--config-shard {shard!r}: K must be in 1..N")
+    return list(menu[k - 1 :: n])

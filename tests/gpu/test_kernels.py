@@ -16,7 +16,7 @@ installed version (``tests/expectations.py``). A kernel that does not load fails
 from __future__ import annotations
 
 import pytest
-from expectations import require_module, require_runnable
+from expectations import config_shard, require_module, require_runnable
 
 from harness.problems import expand
 from harness.protocol import KernelSpec, Rung
@@ -73,20 +73,6 @@ def test_kernel_is_correct(spec: KernelSpec) -> None:
     bad = _failures(spec, records)
     assert not bad, "\n".join(bad)
     assert any(r.status == Status.OK for r in records)
-
-
-def config_shard(menu: list[str], shard: str | None) -> list[str]:
-    """The entries of ``menu`` that ``--config-shard K/N`` names: K, K+N, K+2N, ... (1-based);
-    all of them without a shard."""
-    if shard is None:
-        return list(menu)
-    try:
-        k, n = (int(x) for x in shard.split("/"))
-    except ValueError:
-        raise pytest.UsageError(f"--config-shard {shard!r}: expected K/N, e.g. 2/3") from None
-    if not 1 <= k <= n:
-        raise pytest.UsageError(f"--config-shard {shard!r}: K must be in 1..N")
-    return list(menu[k - 1 :: n])
 
 
 @pytest.mark.parametrize("spec", SPECS, ids=[s.id for s in SPECS])

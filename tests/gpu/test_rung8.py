@@ -9,7 +9,7 @@ Through the harness's isolated runner (check only), like ``test_kernels.py``.
 from __future__ import annotations
 
 import pytest
-from expectations import require_module, require_runnable
+from expectations import config_shard, require_module, require_runnable
 
 from harness.gemm import Problem
 from harness.problems import expand
@@ -77,10 +77,22 @@ def _menu(spec: KernelSpec) -> list[str]:
     return menu
 
 
-def _check_forced(spec: KernelSpec, names: list[str], suites: list[str]) -> dict[str, list]:
-    """Every config of ``names`` forced on every problem of ``suites`` (fp16 and bf16),
-    checked against cuBLAS: none wrong, errored or timed out, each ran at least one problem.
-    Returns each config's problems that ran."""
+@pytest.fixture()
+def shard(request: pytest.FixtureRequest) -> str | None:
+    """``--config-shard K/N``: check only every N-th of a test's configs from the K-th (a list
+    of wide swaps takes longer to compile and check than one GPU job may run)."""
+    return request.config.getoption("--config-shard")
+
+
+def _check_forced(
+    spec: KernelSpec, names: list[str], suites: list[str], shard: str | None = None
+) -> dict[str, list]:
+    """Every config of ``names`` (of the ``shard`` slice of them) forced on every problem of
+    ``suites`` (fp16 and bf16), checked against cuBLAS: none wrong, errored or timed out, each
+    ran at least one problem. Returns each config's problems that ran."""
+    names = config_shard(names, shard)
+    if not names:
+        pytest.skip(f"not applicable: --config-shard {shard} holds none of these configs")
     settings = RunSettings(measure=False, timeout_s=300, configs=tuple(names))
     with Runner([spec], settings) as runner:
         records = list(runner.run(expand(suites, ["fp16", "bf16"])))
@@ -97,10 +109,10 @@ def _check_forced(spec: KernelSpec, names: list[str], suites: list[str]) -> dict
 
 
 @pytest.mark.parametrize("spec", SPECS, ids=[s.id for s in SPECS])
-def test_stream_k_and_new_tiles_are_correct(spec: KernelSpec) -> None:
+def test_stream_k_and_new_tiles_are_correct(spec: KernelSpec, shard: str | None) -> None:
     names = _new_paths(_menu(spec))
     assert names, f"{spec.id} has no stream-K config"
-    ran = _check_forced(spec, names, ["smoke", "ragged", RANDOM, *TAILS])
+    ran = _check_forced(spec, names, ["smoke", "ragged", RANDOM, *TAILS], shard)
     for name, ok in ran.items():
         if _values(name)["stream_k"] == "1":
             with_tail = [p for p in ok if _tail(p, name)]
@@ -117,7 +129,7 @@ WIDE = ("72", "144", "168", "256")
 
 
 @pytest.mark.parametrize("spec", SPECS, ids=[s.id for s in SPECS])
-def test_wide_swapped_tiles_are_correct(spec: KernelSpec) -> None:
+def test_wide_swapped_tiles_are_correct(spec: KernelSpec, shard: str | None) -> None:
     """Every wide swapped config (64- and 128-row, every cluster, raster and split up to 2)
     at the ``WIDE`` widths a backend has. A backend whose swapped tiles are all narrow covers
     has nothing to check here."""
@@ -133,7 +145,7 @@ def test_wide_swapped_tiles_are_correct(spec: KernelSpec) -> None:
         and _serial(n)
     ]
     assert names, f"{spec.id}: a wide swapped family without the widths {WIDE}"
-    _check_forced(spec, names, ["ragged", *MID_M])
+    _check_forced(spec, names, ["ragged", *MID_M], shard)
 
 
 def _serial(name: str) -> bool:
@@ -174,7 +186,7 @@ SWAP_EPILOGUE_SHAPES = [
 
 
 @pytest.mark.parametrize("spec", SPECS, ids=[s.id for s in SPECS])
-def test_swapped_tma_store_epilogues_are_correct(spec: KernelSpec) -> None:
+def test_swapped_tma_store_epilogues_are_correct(spec: KernelSpec, shard: str | None) -> None:
     """Every epilogue of the swapped tiles in ``SWAP_EPILOGUE_TILES`` (raster m, unsplit, one
     CTA; the 72-wide tiles in pairs too): the TMA store through D's column-major view and the
     direct stores. A backend without an epilogue knob (Gluon) has nothing to check here."""
@@ -194,7 +206,7 @@ def test_swapped_tma_store_epilogues_are_correct(spec: KernelSpec) -> None:
     found = {(_values(n)["tile_m"], _values(n)["tile_n"]) for n in names}
     assert found == SWAP_EPILOGUE_TILES, f"missing {sorted(SWAP_EPILOGUE_TILES - found)}"
     assert {_values(n)["epilogue"] for n in names} == {"serial", "direct"}
-    _check_forced(spec, names, SWAP_EPILOGUE_SHAPES)
+    _check_forced(spec, names, SWAP_EPILOGUE_SHAPES, shard)
 
 
 #: Widths of the 256-row wide swaps checked: the narrowest, an odd multiple of 8 (defect 2
@@ -203,7 +215,7 @@ WIDE_256 = ("72", "136", "144")
 
 
 @pytest.mark.parametrize("spec", SPECS, ids=[s.id for s in SPECS])
-def test_wide_swaps_of_256_rows_are_correct(spec: KernelSpec) -> None:
+def test_wide_swaps_of_256_rows_are_correct(spec: KernelSpec, shard: str | None) -> None:
     """Every wide swapped config with 256 rows a CTA (two consumer warpgroups of 128 rows each,
     so each thread holds two m64 blocks of accumulators) at the ``WIDE_256`` widths, both
     clusters and rasters. A backend without 256-row tiles has nothing to check here."""
@@ -220,7 +232,7 @@ def test_wide_swaps_of_256_rows_are_correct(spec: KernelSpec) -> None:
     found = {(_values(n)["tile_n"], _values(n)["cluster"], _values(n)["raster"]) for n in names}
     want = {(w, c, r) for w in WIDE_256 for c in ("1", "2") for r in ("m", "n")}
     assert found == want, f"{spec.id}: 256-row tiles missing {sorted(want - found)}"
-    _check_forced(spec, names, ["ragged", *MID_M])
+    _check_forced(spec, names, ["ragged", *MID_M], shard)
 
 
 #: Widths of the wide swaps checked split three and four ways (128 rows): the narrowest and
@@ -229,7 +241,7 @@ WIDE_SPLIT = ("72", "168")
 
 
 @pytest.mark.parametrize("spec", SPECS, ids=[s.id for s in SPECS])
-def test_deep_wide_swap_splits_are_correct(spec: KernelSpec) -> None:
+def test_deep_wide_swap_splits_are_correct(spec: KernelSpec, shard: str | None) -> None:
     """Every wide swapped config split more than twice at the ``WIDE_SPLIT`` widths, both
     rasters: K ranges of unequal k-tile counts (the ragged and ``MID_M`` K's: 8, 16, 17, 32
     k-tiles), each split's fp32 partial in its own slice, the reduce summing three or four.
@@ -245,4 +257,4 @@ def test_deep_wide_swap_splits_are_correct(spec: KernelSpec) -> None:
         pytest.skip(f"not applicable: {spec.id} splits no wide swap more than twice")
     names = [n for n in names if _values(n)["tile_n"] in WIDE_SPLIT]
     assert {_values(n)["tile_n"] for n in names} == set(WIDE_SPLIT)
-    _check_forced(spec, names, ["ragged", *MID_M])
+    _check_forced(spec, names, ["ragged", *MID_M], shard)

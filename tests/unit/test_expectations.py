@@ -15,6 +15,7 @@ from expectations import (
     ALLOW_PIN_DRIFT,
     EXPECT_DSL,
     REQUIRE_TOOLCHAIN,
+    config_shard,
     expected_dsls,
     kernel_verdict,
     policy_lines,
@@ -158,3 +159,17 @@ def test_a_test_dependency_missing_in_a_nox_session_fails(monkeypatch: pytest.Mo
     with pytest.raises(pytest.skip.Exception, match="not installed here"):
         require_module(missing, "the checks compare tensors")
     assert require_module("json", "present").dumps([]) == "[]"
+
+
+def test_config_shards_are_disjoint_slices_covering_the_list() -> None:
+    """``--config-shard K/N`` (GPU tests): K, K+N, ...; the N shards together check every
+    config once; a malformed shard is a usage error, not an empty run."""
+    names = [f"c{i}" for i in range(7)]
+    shards = [config_shard(names, f"{k}/3") for k in (1, 2, 3)]
+    assert shards[0] == ["c0", "c3", "c6"]
+    assert sorted(n for s in shards for n in s) == names
+    assert config_shard(names, None) == names
+    assert config_shard(names[:1], "2/2") == []
+    for bad in ("3", "0/2", "3/2", "a/b"):
+        with pytest.raises(pytest.UsageError):
+            config_shard(names, bad)
