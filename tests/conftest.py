@@ -72,6 +72,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 @pytest.fixture()
+def shard(request: pytest.FixtureRequest) -> str | None:
+    """``--config-shard K/N`` as given (None: every config); the GPU tests slice their config
+    lists with ``expectations.config_shard``."""
+    return request.config.getoption("--config-shard")
+
+
+@pytest.fixture()
 def plugin_site_maker() -> object:
     """:func:`make_plugin_site`, for tests that lay out a plugin of their own."""
     return make_plugin_site

@@ -76,7 +76,7 @@ def test_kernel_is_correct(spec: KernelSpec) -> None:
 
 
 @pytest.mark.parametrize("spec", SPECS, ids=[s.id for s in SPECS])
-def test_every_config_is_correct(spec: KernelSpec, request: pytest.FixtureRequest) -> None:
+def test_every_config_is_correct(spec: KernelSpec, shard: str | None) -> None:
     """Each config on the menu (not only the selected one) is correct on smoke and ragged.
 
     Each config runs every problem; where the kernel's ``supports`` refuses the config for a
@@ -91,7 +91,7 @@ def test_every_config_is_correct(spec: KernelSpec, request: pytest.FixtureReques
         pytest.fail(f"{spec.id} does not load: {menu}", pytrace=False)
     if menu is None:
         pytest.skip(f"{spec.id} declares no configs")
-    names = config_shard(menu, request.config.getoption("--config-shard"))
+    names = config_shard(menu, shard)
     problems = expand(["smoke", "ragged"], ["fp16", "bf16"])
     settings = RunSettings(measure=False, timeout_s=300, configs=tuple(names))
     with Runner([spec], settings) as runner:

@@ -77,15 +77,8 @@ def _menu(spec: KernelSpec) -> list[str]:
     return menu
 
 
-@pytest.fixture()
-def shard(request: pytest.FixtureRequest) -> str | None:
-    """``--config-shard K/N``: check only every N-th of a test's configs from the K-th (a list
-    of wide swaps takes longer to compile and check than one GPU job may run)."""
-    return request.config.getoption("--config-shard")
-
-
 def _check_forced(
-    spec: KernelSpec, names: list[str], suites: list[str], shard: str | None = None
+    spec: KernelSpec, names: list[str], suites: list[str], shard: str | None
 ) -> dict[str, list]:
     """Every config of ``names`` (of the ``shard`` slice of them) forced on every problem of
     ``suites`` (fp16 and bf16), checked against cuBLAS: none wrong, errored or timed out, each

@@ -804,7 +804,7 @@ def _valid(problem: Problem, config: R8Config) -> str | None:
 #: (``TileCostModel.tile_efficiency``). ``swap_cluster2_gain`` is measured, not fitted: the
 #: wide swaps' pairs ran 1/0.978 the time of the same tile on one CTA (geomean of the 102
 #: pairs both wide-swap runs timed, 1.021 and 1.024 run by run); the log-error fit leaves it
-#: at 1, where every tie went to the pair (README, "Cost model").
+#: at 1, where every tie went to the pair (README, "Eighth version").
 COST = HOPPER.with_params(
     {
         "hbm_bytes_per_s": 6.064e12,
