@@ -100,16 +100,16 @@ synchronization.
 
 ``_heuristic``: ``harness.tile_cost.cheapest``, the config of least estimated time under the
 cost model every rung 8 shares (the busiest program's k-steps at the tile's MMA rate, the cold
-operand stream, DRAM, per-unit overheads, the split-K / stream-K reduce), among the menu
-entries that are not variants (``_variant``: ``heuristic_raster``, m or a wide swap's by B's size;
-group 8, or 1 where group 8's padding would add a round of tiles, ``_group_for``; persistent;
-the epilogue ``_epilogue_for`` names: rung 7's overlap wherever D allows it, stream-K
-included; swapped, the TMA store for wide tiles and direct stores for narrow covers), that
-``harness.tile_cost.heuristic_allows`` (swap A and B exactly when M <= 64 < N, with tile_n the
-narrowest of 16/32/64 covering M; narrow tiles only as that cover; splits keeping >= 512 of
-K), on a cluster ``HEURISTIC_CLUSTERS`` allows. ``_ranked`` orders the whole menu by the same
-model for ``bench --tune --tune-top N``; a tuned table (``tuned/<gpu>.json``) overrides the
-heuristic for the exact shapes it holds.
+operand stream, DRAM, per-unit overheads, the split-K / stream-K reduce), among the menu entries
+that are not variants (``_variant``: ``heuristic_raster``, m or a wide swap's by B's size; group
+8, or 1 where group 8's padding would add more than an eighth of the grid's rounds
+(``_group_for``); persistent; the epilogue ``_epilogue_for`` names: rung 7's overlap wherever D
+allows it, stream-K included; swapped, the TMA store for wide tiles and direct stores for narrow
+covers), that ``harness.tile_cost.heuristic_allows`` (swap A and B exactly when M <= 64 < N,
+with tile_n the narrowest of 16/32/64 covering M; narrow tiles only as that cover; splits
+keeping >= 512 of K), on a cluster ``HEURISTIC_CLUSTERS`` allows. ``_ranked`` orders the whole
+menu by the same model for ``bench --tune --tune-top N``; a tuned table (``tuned/<gpu>.json``)
+overrides the heuristic for the exact shapes it holds.
 
 TMA loads pass an explicit L2 cache policy (``TMA_CACHE_HINT``, CUTLASS C++'s EVICT_NORMAL):
 CuTeDSL 4.8.1 otherwise emits ``.L2::cache_hint`` with a policy of 0 (SASS ``desc[URZ]``),
@@ -387,22 +387,35 @@ def _one_warpgroup_swap_pays(problem: Problem, c: R8Config, num_sms: int = DEFAU
     return dataclasses.replace(c, tile_m=128).ctas(problem) < num_sms // 2
 
 
+#: The fraction of extra rounds group 8's padding may cost before a tile runs ungrouped. Many
+#: waves lose more to the ungrouped order's L2 misses than to a round or two of padding: in
+#: the H200 tuning runs' 24 grouped/ungrouped pairs, ungrouped ran 2-20 % slower wherever
+#: padding added at most 12 % of the rounds (6629x29568x8192, 8653x8192x29568,
+#: 9692x8192x8192, 14423x7168x5120 in pairs) and 10-42 % faster wherever it added 14 % or
+#: more (2597x8192x3584, 3018x5120x13824, and mid-M shapes whose padding doubles one round);
+#: one pair is on the wrong side (14423x7168x5120 128x256 on one CTA, +17 %, ungrouped 2.6 %
+#: slower). The limit was 0 (any extra round) until 2026-11-26 (README, "Twelfth version").
+GROUP_PADDING_LIMIT = 1 / 8
+
+
 def _group_for(problem: Problem, c: R8Config, num_sms: int = DEFAULT_NUM_SMS) -> int:
     """The L2 group the heuristic runs ``c``'s tile with: 8, unless the grouped scheduler's
     padding (``_workarounds.py``, defect 1: the cluster count along N rounded up to a multiple
-    of the group) needs more rounds of the persistent grid than the real tiles do. The padded
-    units are skipped, not run, but they sit in the static round-robin: at 668x5120x14336 the
-    128x256 tile's 6 x 20 cluster tiles pad to 6 x 24 = 144 units on 132 SMs, so some CTAs
-    run two real tiles and the GEMM takes two tile times (H200: 345 TFLOPS grouped, 520
-    ungrouped, one tile per CTA). Then 1: no padding, tiles dealt round-robin."""
+    of the group) adds more than ``GROUP_PADDING_LIMIT`` of the rounds of the persistent grid
+    the real tiles need. The padded units are skipped, not run, but they sit in the static
+    round-robin: at 668x5120x14336 the 128x256 tile's 6 x 20 cluster tiles pad to 6 x 24 =
+    144 units on 132 SMs, so some CTAs run two real tiles and the GEMM takes two tile times
+    (H200: 345 TFLOPS grouped, 520 ungrouped, one tile per CTA). Then 1: no padding, tiles
+    dealt round-robin, and the L2 reuse of the grouped order is lost."""
     if c.swap_ab or c.split_k > 1 or c.stream_k:
         return 8  # declared with the default; they run ungrouped anyway (``Gemm.__init__``)
     rows, cols = c.oriented(problem)
     cluster_rows = cdiv(cdiv(rows, c.tile_m), c.cluster)
     tiles_n = cdiv(cols, c.tile_n)
     programs = num_sms // c.cluster
-    padded = cluster_rows * cdiv(tiles_n, 8) * 8
-    return 8 if cdiv(padded, programs) == cdiv(cluster_rows * tiles_n, programs) else 1
+    real = cdiv(cluster_rows * tiles_n, programs)
+    padded = cdiv(cluster_rows * cdiv(tiles_n, 8) * 8, programs)
+    return 8 if padded <= real * (1 + GROUP_PADDING_LIMIT) else 1
 
 
 def _epilogue_for(problem: Problem, c: R8Config) -> str:
