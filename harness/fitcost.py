@@ -3,13 +3,15 @@
 Reads ``bench --tune`` results (tuning suites only: the CLI refuses held-out ones), turns every
 timed rung-8 record into a :class:`harness.tile_cost.Sample`, cross-validates the fit (k folds
 by problem: a problem's configs are never split between fit and test) and fits on everything.
-The report gives the current constants' error, the out-of-fold error and choice regret, and
+The report gives the current constants' error, the selection's ceiling (:func:`ceiling`: the
+fastest timed config against cuBLAS, per M band), the out-of-fold error and choice regret, and
 the fitted constants to paste into ``harness.tile_cost.HOPPER``.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
 import statistics
 from collections.abc import Iterable, Sequence
 
@@ -27,7 +29,7 @@ from harness.tile_cost import (
     named,
 )
 
-__all__ = ["report", "samples"]
+__all__ = ["ceiling", "report", "samples"]
 
 _FIELDS = tuple(f.name for f in dataclasses.fields(GemmConfig))
 #: Records written before the shared vocabulary (Gluon's rung 8 named the tile block_m x
@@ -63,6 +65,53 @@ def samples(docs: Iterable[Document], backends: Sequence[str] | None = None) -> 
     return list(best.values())
 
 
+#: The M bands :func:`ceiling` reports (decode, the narrow covers, mid M, prefill).
+M_BANDS = ((1, 64), (65, 256), (257, 1024), (1025, 4096), (4097, None))
+
+
+def ceiling(
+    docs: Iterable[Document], backends: Sequence[str] | None = None, floor: float = 0.90
+) -> list[str]:
+    """What a perfect choice among the timed configs would reach: per (GPU, problem), the
+    fastest timed rung-8 config of a run against cuBLAS in the same run (the best run where
+    several timed it), as a geomean per M band with the problems below ``floor``. A band short
+    of 1.00 here is the kernels' gap, not the selection's: no cost model closes it. (Only the
+    configs a run timed count: ``--tune-top N`` leaves the rest of the menu out.)"""
+    best: dict[tuple[str, Problem], float] = {}
+    for doc in docs:
+        gpu = str(doc.environment.get("gpu"))
+        for rec in doc.bench:
+            if rec.rung != Rung.SHAPE_ADAPTIVE or not rec.timed or not rec.pct_of_cublas:
+                continue
+            if backends and rec.backend not in backends:
+                continue
+            key = (gpu, rec.problem)
+            best[key] = max(best.get(key, 0.0), rec.pct_of_cublas / 100)
+    lines = []
+    for gpu in sorted({g for g, _ in best}):
+        parts = []
+        for lo, hi in M_BANDS:
+            ratios = [
+                r
+                for (g, p), r in best.items()
+                if g == gpu and lo <= p.m and (hi is None or p.m <= hi)
+            ]
+            if ratios:
+                band = f"M {lo}-{hi}" if hi else f"M > {lo - 1}"
+                below = f"{sum(r < floor for r in ratios)} < {floor:.2f}"
+                parts.append(f"{band} {_geomean(ratios):.3f} ({len(ratios)}, {below})")
+        ratios = [r for (g, _), r in best.items() if g == gpu]
+        lines.append(
+            f"ceiling on {gpu} (fastest timed config / cuBLAS, same run): all "
+            f"{_geomean(ratios):.3f} ({len(ratios)} problems); " + "; ".join(parts)
+        )
+    return lines
+
+
+def _geomean(xs: Sequence[float]) -> float:
+    return math.exp(sum(math.log(x) for x in xs) / len(xs))
+
+
 def report(
     docs: Sequence[Document],
     backends: Sequence[str] | None = None,
@@ -87,6 +136,7 @@ def report(
     lines = [f"{len(data)} timings of {problems} problems ({', '.join(gpus)})"]
     errors, regrets = evaluate(base, data)
     lines.append(_line("current constants, in sample", errors, [r for _, r in regrets]))
+    lines += ceiling(docs, backends)
     kw = dict(rounds=rounds, only=only, min_problems=min_problems)
     cv = cross_validate(data, base, folds=folds, **kw)
     lines.append(

@@ -1,0 +1,60 @@
+"""``harness.fitcost.ceiling``: what a perfect choice among the timed configs reaches."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from harness.fitcost import ceiling
+from harness.gemm import Problem
+from harness.protocol import KernelSpec, Rung
+from harness.records import BenchRecord, Stats, Status
+from harness.results import Document
+
+R8 = KernelSpec("gluon", "r8", Rung.SHAPE_ADAPTIVE, "sm_90a", "d", module="tmp.r8")
+R7 = KernelSpec("gluon", "r7", Rung.MULTI_CONSUMER, "sm_90a", "d", module="tmp.r7")
+
+
+def _rec(spec: KernelSpec, m: int, pct: float | None, ok: bool = True) -> BenchRecord:
+    ms = 1.0
+    return BenchRecord(
+        **BenchRecord.identity(spec),
+        problem=Problem(m, 4096, 4096),
+        status=Status.OK if ok else Status.WRONG,
+        timing=Stats(n=100, median_ms=ms, p20_ms=ms, p80_ms=ms, mean_ms=ms, min_ms=ms, cv=0.0),
+        pct_of_cublas=pct,
+    )
+
+
+def _doc(*records: BenchRecord, gpu: str = "NVIDIA H200") -> Document:
+    return Document("bench", {"gpu": gpu}, records, "2026-11-26T00:00:00", source="runs/t.json")
+
+
+def test_the_ceiling_is_the_fastest_timed_config_per_problem_across_runs() -> None:
+    """Per problem the best config of the best run counts; other rungs and failed or untimed
+    records do not; each band is a geomean and counts its problems below the floor."""
+    first = _doc(_rec(R8, 16, 90.0), _rec(R8, 16, 104.0), _rec(R8, 300, 80.0), _rec(R7, 300, 99.0))
+    second = _doc(_rec(R8, 300, 85.0), _rec(R8, 300, 120.0, ok=False), _rec(R8, 5000, None))
+    (line,) = ceiling([first, second])
+    assert line.startswith("ceiling on NVIDIA H200")
+    assert f"all {math.sqrt(1.04 * 0.85):.3f} (2 problems)" in line
+    assert "M 1-64 1.040 (1, 0 < 0.90)" in line
+    assert "M 257-1024 0.850 (1, 1 < 0.90)" in line
+    assert "M > 4096" not in line  # timed with no cuBLAS ratio: not a ceiling
+
+
+def test_the_ceiling_is_per_gpu_and_per_backend() -> None:
+    h100 = _doc(_rec(R8, 8192, 97.0), gpu="NVIDIA H100 80GB HBM3")
+    lines = ceiling([_doc(_rec(R8, 8192, 101.0)), h100])
+    assert [line.split(" (")[0] for line in lines] == [
+        "ceiling on NVIDIA H100 80GB HBM3",
+        "ceiling on NVIDIA H200",
+    ]
+    assert "M > 4096 0.970" in lines[0] and "M > 4096 1.010" in lines[1]
+    assert ceiling([h100], backends=["cutedsl"]) == []
+
+
+@pytest.mark.parametrize("pct", [0.0, None])
+def test_a_record_without_a_ratio_adds_nothing(pct: float | None) -> None:
+    assert ceiling([_doc(_rec(R8, 64, pct))]) == []
