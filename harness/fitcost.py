@@ -13,10 +13,11 @@ from __future__ import annotations
 import dataclasses
 import math
 import statistics
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 
 from harness.gemm import Problem
 from harness.protocol import Rung
+from harness.records import BenchRecord
 from harness.results import Document
 from harness.tile_cost import (
     HOPPER,
@@ -43,26 +44,34 @@ def samples(docs: Iterable[Document], backends: Sequence[str] | None = None) -> 
     of ``docs``: the median time; where knobs the model cannot see (a backend's own, or raster
     and group) give several records of one model config, the fastest of them."""
     best: dict[tuple[str, Problem, GemmConfig], Sample] = {}
+    for gpu, doc, rec in _timed_rung8(docs, backends):
+        if not rec.config_values:
+            continue
+        values = {_LEGACY_NAMES.get(k, k): v for k, v in rec.config_values.items()}
+        if not {"tile_m", "tile_n", "cluster"} <= set(values):
+            continue  # a config of another vocabulary
+        knobs = {f: values.get(f, _DEFAULTS[f]) for f in _FIELDS}
+        knobs["raster"], knobs["group"] = "m", 8
+        config = GemmConfig(**knobs)
+        seconds = rec.median_ms * 1e-3  # type: ignore[operator]
+        key = (gpu, rec.problem, config)
+        if key not in best or seconds < best[key].seconds:
+            best[key] = Sample(
+                rec.problem, config, seconds, f"{gpu}@{doc.source}:{rec.kernel}", doc.source
+            )
+    return list(best.values())
+
+
+def _timed_rung8(
+    docs: Iterable[Document], backends: Sequence[str] | None
+) -> Iterator[tuple[str, Document, BenchRecord]]:
+    """(GPU, document, record) for every timed rung-8 record of ``backends`` (all if none)."""
     for doc in docs:
         gpu = str(doc.environment.get("gpu"))
         for rec in doc.bench:
-            if rec.rung != Rung.SHAPE_ADAPTIVE or not rec.timed or not rec.config_values:
-                continue
-            if backends and rec.backend not in backends:
-                continue
-            values = {_LEGACY_NAMES.get(k, k): v for k, v in rec.config_values.items()}
-            if not {"tile_m", "tile_n", "cluster"} <= set(values):
-                continue  # a config of another vocabulary
-            knobs = {f: values.get(f, _DEFAULTS[f]) for f in _FIELDS}
-            knobs["raster"], knobs["group"] = "m", 8
-            config = GemmConfig(**knobs)
-            seconds = rec.median_ms * 1e-3  # type: ignore[operator]
-            key = (gpu, rec.problem, config)
-            if key not in best or seconds < best[key].seconds:
-                best[key] = Sample(
-                    rec.problem, config, seconds, f"{gpu}@{doc.source}:{rec.kernel}", doc.source
-                )
-    return list(best.values())
+            if rec.rung == Rung.SHAPE_ADAPTIVE and rec.timed:
+                if not backends or rec.backend in backends:
+                    yield gpu, doc, rec
 
 
 #: The M bands :func:`ceiling` reports (decode, the narrow covers, mid M, prefill).
@@ -78,13 +87,8 @@ def ceiling(
     of 1.00 here is the kernels' gap, not the selection's: no cost model closes it. (Only the
     configs a run timed count: ``--tune-top N`` leaves the rest of the menu out.)"""
     best: dict[tuple[str, Problem], float] = {}
-    for doc in docs:
-        gpu = str(doc.environment.get("gpu"))
-        for rec in doc.bench:
-            if rec.rung != Rung.SHAPE_ADAPTIVE or not rec.timed or not rec.pct_of_cublas:
-                continue
-            if backends and rec.backend not in backends:
-                continue
+    for gpu, _, rec in _timed_rung8(docs, backends):
+        if rec.pct_of_cublas:
             key = (gpu, rec.problem)
             best[key] = max(best.get(key, 0.0), rec.pct_of_cublas / 100)
     lines = []
