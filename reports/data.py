@@ -586,12 +586,15 @@ def sweep_table(ds: Dataset, suite: str = "sweep") -> list[SweepPanel]:
     A dtype's shapes are those where any shown kernel has a record that is timed, failed or
     unsupported (a check-only record adds no shape), in :func:`sweep_order`, the same for every
     backend so that the panels line up. Each record is :meth:`Dataset.pick`'s, its % of cuBLAS
-    :meth:`Dataset.pct_of_cublas`'s (cuBLAS of the record's own run)."""
+    :meth:`Dataset.pct_of_cublas`'s (cuBLAS of the record's own run). A held-out suite's
+    panels take only the records of runs that ran it (:func:`_ran`)."""
     shapes = frozenset(suite_shapes(suite))
     recs = [
         r
         for r in ds.bench
-        if r.rung in SWEEP_RUNGS and (r.problem.m, r.problem.n, r.problem.k) in shapes
+        if r.rung in SWEEP_RUNGS
+        and (r.problem.m, r.problem.n, r.problem.k) in shapes
+        and (suite == "sweep" or _ran(ds.run_of(r), suite))
     ]
     dtypes = sorted(
         {r.problem.dtype for r in recs},
@@ -644,6 +647,13 @@ def sweep_table(ds: Dataset, suite: str = "sweep") -> list[SweepPanel]:
                 )
             panels.append(SweepPanel(backend, dtype, kernels, tuple(rows), stats, suite))
     return panels
+
+
+def _ran(doc: Document, suite: str) -> bool:
+    """Whether the run ``doc`` ran ``suite``: a held-out panel shows only the runs of its seed,
+    not a shape another seed's run shares with it (a backend that never ran the seed would
+    otherwise get a panel of its few colliding small-M shapes)."""
+    return suite in ((doc.environment.get("run") or {}).get("suites") or ())
 
 
 def sweep_panels(ds: Dataset) -> list[SweepPanel]:

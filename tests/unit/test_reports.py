@@ -30,7 +30,14 @@ from harness.problems import suite_shapes
 from harness.records import BenchRecord, Stats, Status
 from harness.results import ResultsWriter, load
 from reports.cli import main
-from reports.data import build_dataset, chain_table, load_dataset, pct_table, tflops_range
+from reports.data import (
+    build_dataset,
+    chain_table,
+    load_dataset,
+    pct_table,
+    sweep_table,
+    tflops_range,
+)
 from reports.figures import FIGURES
 from reports.figures.chain import figure_chain
 from reports.figures.heatmap import figure_heatmap
@@ -523,6 +530,27 @@ def test_held_out_suites_get_their_own_panels(tmp_path: Path) -> None:
     md = "\n".join(sweep_lines(ds))
     assert f"**gamma** (held out, `{held}`, fp16;" in md
     assert "geomean 91.0 % of cuBLAS, worst 90.0 %" in md
+
+
+def test_a_held_out_panel_shows_only_the_runs_of_its_seed(tmp_path: Path) -> None:
+    """A shape another seed's run shares with a held-out suite adds no panel for a backend
+    that never ran that suite (it drew one of 64 shapes for a seed the backend never ran)."""
+    held, other = "random:9:3", "random:10:3"
+    mine = ResultsWriter(tmp_path / "a.json", "bench", {"gpu": "x", "run": {"suites": [held]}})
+    theirs = ResultsWriter(tmp_path / "b.json", "bench", {"gpu": "x", "run": {"suites": [other]}})
+    for m, n, k in suite_shapes(held):
+        p = Problem(m, n, k)
+        mine.add(bench_record("cublas", 0, p, 0.1))
+        mine.add(bench_record("gamma", 8, p, 0.1, config="t", selected=True))
+    shared = Problem(*suite_shapes(held)[0])  # as if seed 10 had drawn it too
+    theirs.add(bench_record("cublas", 0, shared, 0.1))
+    theirs.add(bench_record("delta", 8, shared, 0.1, config="t", selected=True))
+    mine.finish()
+    theirs.finish()
+    ds = load_dataset([tmp_path / "a.json", tmp_path / "b.json"])
+    assert [p.backend for p in sweep_table(ds, held)] == ["gamma"]
+    md = "\n".join(sweep_lines(ds))
+    assert f"**gamma** (held out, `{held}`" in md and "**delta**" not in md
 
 
 def test_the_sweep_figure_draws_the_latest_held_out_suites(tmp_path: Path) -> None:
