@@ -11,7 +11,6 @@ the fitted constants to paste into ``harness.tile_cost.HOPPER``.
 from __future__ import annotations
 
 import dataclasses
-import math
 import statistics
 from collections.abc import Iterable, Iterator, Sequence
 
@@ -102,18 +101,15 @@ def ceiling(
             ]
             if ratios:
                 band = f"M {lo}-{hi}" if hi else f"M > {lo - 1}"
-                below = f"{sum(r < floor for r in ratios)} < {floor:.2f}"
-                parts.append(f"{band} {_geomean(ratios):.3f} ({len(ratios)}, {below})")
+                mean = statistics.geometric_mean(ratios)
+                below = sum(r < floor for r in ratios)
+                parts.append(f"{band} {mean:.3f} ({len(ratios)}, {below} < {floor:.2f})")
         ratios = [r for (g, _), r in best.items() if g == gpu]
         lines.append(
             f"ceiling on {gpu} (fastest timed config / cuBLAS, same run): all "
-            f"{_geomean(ratios):.3f} ({len(ratios)} problems); " + "; ".join(parts)
+            f"{statistics.geometric_mean(ratios):.3f} ({len(ratios)} problems); " + "; ".join(parts)
         )
     return lines
-
-
-def _geomean(xs: Sequence[float]) -> float:
-    return math.exp(sum(math.log(x) for x in xs) / len(xs))
 
 
 def report(
