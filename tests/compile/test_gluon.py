@@ -150,8 +150,8 @@ def _r8_cases():
     """(id, problem, config knobs): every tile family of the
     menu once, cluster 2 at 128x128 (rung 7's 128x256 is the generic test above), swap-AB with
     and without split-K, split-K unswapped, persistent and one-tile-per-CTA grids, wide swaps
-    of one box (128, 256) and of two (72 = 64 + 8, 144 = 128 + 16, 192 = 128 + 64) on 64 and
-    128 rows, cluster 1 and 2, both rasters."""
+    of one box (128, 256) and of two (72 = 64 + 8, 144 = 128 + 16, 192 = 128 + 64) on 64,
+    128 and 256 rows, cluster 1 and 2, both rasters."""
     c1 = dict(cluster=1)
     swap = dict(cluster=1, swap_ab=True)
     shapes = {
@@ -186,6 +186,17 @@ def _r8_cases():
             dict(tile_n=128, swap_ab=True, raster="n"),
         ),
         "wide-128x256-c1": (Problem(500, 16384, 4096), dict(tile_n=256, **swap)),
+        # 256 rows: two consumers of 128 rows, two m64 wgmmas per box per k16, and D^T boxes
+        # 128 columns wide (two 64-column TMA messages each)
+        "wide-256x144-c1": (Problem(274, 16384, 16384), dict(tile_m=256, tile_n=144, **swap)),
+        "wide-256x136-c2-rn": (
+            Problem(532, 7168, 18432),
+            dict(tile_m=256, tile_n=136, swap_ab=True, raster="n"),
+        ),
+        "wide-256x128-c1-bf16": (
+            Problem(128, 8192, 4096, "bf16"),
+            dict(tile_m=256, tile_n=128, **swap),
+        ),
         "split4-128x128": (Problem(128, 4096, 14336), dict(tile_n=128, split_k=4, **c1)),
         "split8-64x64-bf16": (
             Problem(256, 256, 8192, "bf16"),
@@ -239,8 +250,11 @@ def test_r8_code_paths(problem, knobs):
     assert bool(re.search(r"\.reqnctapercluster 2", ptx)) == two
     assert bool(re.search(r"mbarrier\.arrive\.shared::cluster", ptx)) == two
     assert bool(re.search(r"setmaxnreg\.\w+\.sync\.aligned\.u32\s+232;", ptx)) == (
-        config.tile_m == 128
+        config.num_consumers == 2
     )
+    if config.tile_m == 256:  # each consumer's 128 rows are two m64 wgmmas per box per k16
+        per_k16 = 2 * len(widths) * config.num_consumers
+        assert len(re.findall(r"wgmma\.mma_async", ptx)) == per_k16 * r8.BLOCK_K // 16
     # (an fp32 split-K partial has no 16-bit stmatrix: plain shared stores transpose it)
     transposed = config.swap_ab and config.split_k == 1
     assert bool(re.search(r"stmatrix\.sync\.aligned\.\S*\.trans", ptx)) == transposed
@@ -357,7 +371,14 @@ def test_r8_menu_fits_shared_memory():
             assert config.stages(out_bytes) >= 2, config.name
             assert config.stages(out_bytes) * stage + epilogue <= r8.SMEM_BUDGET, config.name
     # curated: 48 configs, plus the wide swaps (each width on three tile families, two rasters)
-    assert len(r8.MENU) <= 48 + len(r8.SWAP_WIDE) * 3 * 2, "a curated menu, not a product"
+    # and the 256-row ones up to SWAP_WIDE_256 (cluster 1 and 2, two rasters)
+    wide256 = sum(w <= r8.SWAP_WIDE_256 for w in r8.SWAP_WIDE)
+    most = 48 + len(r8.SWAP_WIDE) * 3 * 2 + wide256 * 2 * 2
+    assert len(r8.MENU) <= most, "a curated menu, not a product"
+    for config in r8.MENU:
+        if config.tile_m == 256:  # W fp32 accumulators a consumer thread: no wider than 144
+            assert config.wide_swap and config.tile_n <= r8.SWAP_WIDE_256, config.name
+            assert config.stages(2) >= 3, config.name
     for config in r8.MENU:
         head, tail = config.boxes
         assert head & (head - 1) == 0 and tail & (tail - 1) == 0 and (tail == 0 or tail >= 8)

@@ -7,9 +7,11 @@ exactly rung 7's shape (128x256 per CTA, two consumer warpgroups, 2-CTA cluster,
 
 Changes from rung 7 (``multi_consumer``):
   * the kernel is a family: ``NUM_CONSUMERS`` 1 or 2 (a 64- or 128-row CTA tile of
-    ``wgmma m64nNk16``), a tile width of 16..256 (powers of two: Triton's block shapes must
-    be; a wide swap's may be the sum of two), ``CLUSTER`` 1 (no multicast, no pair barrier)
-    or 2 (rung 7's B multicast); the stage count is the most that fits the shared memory;
+    ``wgmma m64nNk16``; a wide swap may also have 256 rows, two consumers of 128 rows whose
+    accumulators are two m64 blocks each), a tile width of 16..256 (powers of two: Triton's
+    block shapes must be; a wide swap's may be the sum of two), ``CLUSTER`` 1 (no multicast,
+    no pair barrier) or 2 (rung 7's B multicast); the stage count is the most that fits the
+    shared memory;
   * ``swap_ab`` (small M): the kernel runs on (B, A), so N fills the 64-row wgmma side and M
     the narrow tile width; the epilogue permutes the accumulator in registers and stores
     the transposed tile into shared memory, and one TMA store writes D (a [tile_n, 64] box);
@@ -64,6 +66,7 @@ Shared memory per CTA (2-byte operands, BLOCK_K = 64; budget 224 KiB + barriers 
   | swap 64x16, 64x32, 64x64 | 10, 12, 16 KiB | 2, 4, 8 / 4, 8, 16 KiB | 12 / 12 |
   | wide swap 128x72 .. 128x256 | 25 .. 48 KiB | 18 .. 64 KiB / - | 8 .. 3 / - |
   | wide swap 64x72 .. 64x256 | 17 .. 40 KiB | 9 .. 32 KiB / - | 12 .. 4 / - |
+  | wide swap 256x72 .. 256x144 | 41 .. 50 KiB | 36 .. 72 KiB / - | 4 .. 3 / - |
 
 Barriers (per stage s; the pair barrier exists only with ``CLUSTER = 2``):
 
@@ -118,7 +121,11 @@ from harness.tile_cost import (
 )
 
 # -- constants --------------------------------------------------------------------------------
-SUB_M = 64  # rows of one consumer warpgroup per CTA (wgmma m64)
+SUB_M = 64  # rows of one wgmma (m64): a consumer warpgroup's rows, or half of a 256-row tile's
+MAX_CONSUMERS = 2  # consumer warpgroups a CTA (a 256-row tile: two of 128 rows)
+#: The widest 256-row wide swap: each consumer thread holds W fp32 accumulators (two m64 blocks
+#: of W / 2), and from W = 160 the ring and the D^T buffers no longer fit three stages.
+SWAP_WIDE_256 = 144
 BLOCK_K = 64  # 128-byte rows of 2-byte operands: the widest swizzle
 EPI_N = 64  # columns per epilogue box of the 256-wide tiles (a 128-byte-swizzled TMA box)
 SMEM_BUDGET = 224 * 1024  # buffers; barriers and the compiler's few bytes fit in 227 KiB
@@ -700,7 +707,14 @@ class R8Config(GemmConfig):
 
     @property
     def num_consumers(self) -> int:
-        return self.tile_m // SUB_M
+        """Consumer warpgroups a CTA: one per 64 rows, at most ``MAX_CONSUMERS`` (a 256-row
+        tile has two of 128 rows, each issuing two m64 wgmmas a k16)."""
+        return min(MAX_CONSUMERS, self.tile_m // SUB_M)
+
+    @property
+    def consumer_rows(self) -> int:
+        """Rows of one consumer warpgroup's A box and accumulator in each CTA: 64, or 128."""
+        return self.tile_m // self.num_consumers
 
     @property
     def boxes(self) -> tuple[int, int]:
@@ -756,6 +770,9 @@ def _menu() -> tuple[R8Config, ...]:
     for tn in SWAP_WIDE:
         for tm, cluster in ((128, 2), (128, 1), (64, 1)):
             menu += [R8Config(tm, tn, cluster, swap_ab=True, raster=r) for r in ("m", "n")]
+    for tn in (w for w in SWAP_WIDE if w <= SWAP_WIDE_256):
+        for cluster in (2, 1):
+            menu += [R8Config(256, tn, cluster, swap_ab=True, raster=r) for r in ("m", "n")]
     return tuple(menu)
 
 
@@ -782,6 +799,8 @@ def _valid(problem: Problem, config: R8Config) -> str | None:
     k_tiles = cdiv(problem.k, BLOCK_K)
     if config.split_k > k_tiles:
         return f"splits K = {problem.k} ({k_tiles} k-tiles) into {config.split_k} parts"
+    if config.tile_m == 256 and not (config.wide_swap and config.tile_n <= SWAP_WIDE_256):
+        return f"256 rows a CTA: only a wide swap up to {SWAP_WIDE_256} columns (accumulators)"
     if config.raster != "m" and not config.wide_swap:
         return "raster n walks a wide swap's rows first; other tiles walk M (raster m only)"
     tail = config.boxes[1]
@@ -842,6 +861,12 @@ COST = HOPPER.with_params(
         "eff:128x160": 0.6947,
         "eff:128x192": 0.759,
         "eff:128x256": 0.7318,
+        "eff:256x72": 0.5853,
+        "eff:256x80": 0.6484,
+        "eff:256x96": 0.6992,
+        "eff:256x128": 0.7522,
+        "eff:256x136": 0.6836,
+        "eff:256x144": 0.6928,
     }
 )
 
@@ -874,7 +899,7 @@ def _heuristic(problem: Problem) -> R8Config:
 def plan(problem: Problem, num_sms: int, config: R8Config) -> Plan:
     """The GEMM kernel's launch: descriptors in the kernel's view, stages, grid."""
     rows, cols = config.oriented(problem)
-    box_m = SUB_M * config.cluster  # one consumer's A box: 64 rows in each CTA
+    box_m = config.consumer_rows * config.cluster  # one consumer's A box, 64 or 128 rows a CTA
     split = config.split_k > 1
     out_dtype = "fp32" if split else problem.dtype
     cta = ((1, 0),) if config.cluster == 2 else ()
@@ -882,7 +907,7 @@ def plan(problem: Problem, num_sms: int, config: R8Config) -> Plan:
     head, tail = config.boxes
     b_cta = ((0, 0),) if config.cluster == 2 else ()  # multicast: each CTA holds the whole box
     c_cta = cta
-    if config.swap_ab:  # D's box is the transposed tile: [tile_n rows of D, 64 columns]
+    if config.swap_ab:  # D's box is the transposed tile: [tile_n rows of D, box_m columns]
         c_box, c2_box = (head, box_m), (tail, box_m)
         c_cta = ((0, 1),) if config.cluster == 2 else ()  # the CTAs split D's columns
     else:
