@@ -59,8 +59,9 @@ _KERNELS: tuple[tuple[str, Rung, str, str], ...] = (
         "sm90/r8_shape_adaptive",
         Rung.SHAPE_ADAPTIVE,
         "sm_90a",
-        "rung 7's kernel family chosen per problem: 64/128 x 16..256 tiles, cluster 1/2, "
-        "swap-AB for small M, deterministic split-K or stream-K (fp32 partials + reduce)",
+        "rung 7's kernel family chosen per problem: 64/128 x 16..256 tiles (256 x 72..144 "
+        "swapped), cluster 1/2, swap-AB for small M, deterministic split-K or stream-K "
+        "(fp32 partials + reduce)",
     ),
     (
         "sm100/r5_warp_specialized",

@@ -203,7 +203,7 @@ def test_swapped_tma_store_epilogues_are_correct(spec: KernelSpec, shard: str | 
 
 
 #: Widths of the 256-row wide swaps checked: the narrowest, an odd multiple of 8 (defect 2
-#: above), the widest (``SWAP_WIDE_256`` of the CuTeDSL rung 8).
+#: above), the widest (``SWAP_WIDE_256``, 144 in both rung 8s).
 WIDE_256 = ("72", "136", "144")
 
 
