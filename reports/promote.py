@@ -99,6 +99,7 @@ def promote(
         fname += ".json"
     if not results.is_dir():
         raise PromoteError(f"{results}: no such results folder")
+    _check_gpu(doc.environment.get("gpu"), fname, results)
     dest = results / fname
     if dest.exists():
         raise PromoteError(f"{dest} exists; refusing to overwrite (choose another --name)")
@@ -125,6 +126,23 @@ def promote(
             old.rename(target)
         _append_rows(index, rows)
     return Promotion(src, dest, doc.kind, len(doc.records), tuple(moves), index)
+
+
+#: GPU models a results file name or folder may name (``...-h200-2026...json``, ``h100/``).
+GPU_TAGS = ("h100", "h200", "h20", "b200", "b300", "gb200", "a100")
+
+
+def _check_gpu(gpu: object, fname: str, results: Path) -> None:
+    """Refuse a run whose file name or results folder names another GPU than the one it ran on
+    (an H100 run promoted as ``...-h200-...`` would be rendered in the H200 report)."""
+    if not isinstance(gpu, str) or not gpu:
+        return
+    model = gpu.lower().replace(" ", "")
+    tokens = set(fname.lower().removesuffix(".json").replace("_", "-").split("-"))
+    for where, named in (("--name", tokens & set(GPU_TAGS)), ("folder", {results.name.lower()})):
+        for tag in named & set(GPU_TAGS):
+            if tag not in model:
+                raise PromoteError(f"{where} says {tag} but the run was on {gpu}")
 
 
 def _append_rows(index: Path, rows: str) -> None:

@@ -374,6 +374,28 @@ def test_promote_copies_and_refuses_to_overwrite(repo: Path) -> None:
     assert not (results / "bad.json").exists()
 
 
+def test_promote_refuses_a_name_or_folder_of_another_gpu(repo: Path) -> None:
+    """The fixture ran on "Fixture GPU H000": a name or folder saying h200 / h100 is refused,
+    one saying nothing of the GPU is not."""
+    results = repo / "reports" / "results"
+    run = repo / "runs" / "bench-tune.json"
+    with pytest.raises(PromoteError, match="--name says h200 but the run was on Fixture GPU"):
+        promote(run, results, name="eval-r8-h200-20261126")
+    (results / "h100").mkdir()
+    with pytest.raises(PromoteError, match="folder says h100"):
+        promote(run, results / "h100", name="eval-r8")
+    assert (
+        not any((results / "h100").iterdir())
+        and not (results / "eval-r8-h200-20261126.json").exists()
+    )
+    raw = json.loads(run.read_text())
+    raw["environment"]["gpu"] = "NVIDIA H100 80GB HBM3"
+    run.write_text(json.dumps(raw))
+    assert promote(run, results / "h100", name="eval-r8-h100").dest.exists()
+    with pytest.raises(PromoteError, match="--name says h200"):
+        promote(run, results, name="eval-r8-h200")
+
+
 def test_promote_archives_what_it_supersedes(repo: Path) -> None:
     results = repo / "reports" / "results"
     done = promote(
@@ -603,3 +625,14 @@ def test_chain_shows_rung_8_only_for_backends_that_have_it(tmp_path: Path) -> No
         "gamma": "gamma/sm90/r7_multi_consumer",
         "delta": "delta/sm90/r7_multi_consumer",
     }
+
+
+def test_committed_results_ran_on_the_gpu_their_name_and_folder_say() -> None:
+    """Every promoted file in ``reports/results`` and ``reports/results/h100`` passes the GPU
+    check ``promote`` makes (the H200 and H100 reports are rendered by folder)."""
+    from reports.promote import _check_gpu
+
+    for folder in (ROOT / "reports" / "results", ROOT / "reports" / "results" / "h100"):
+        for path in sorted(folder.glob("*.json")):
+            gpu = json.loads(path.read_text()).get("environment", {}).get("gpu")
+            _check_gpu(gpu, path.name, folder)
