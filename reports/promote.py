@@ -139,8 +139,8 @@ def _check_gpu(gpu: object, fname: str, results: Path) -> None:
         return
     model = gpu.lower().replace(" ", "")
     tokens = set(fname.lower().removesuffix(".json").replace("_", "-").split("-"))
-    for where, named in (("--name", tokens & set(GPU_TAGS)), ("folder", {results.name.lower()})):
-        for tag in named & set(GPU_TAGS):
+    for where, words in (("--name", tokens), ("folder", {results.name.lower()})):
+        for tag in words & set(GPU_TAGS):
             if tag not in model:
                 raise PromoteError(f"{where} says {tag} but the run was on {gpu}")
 

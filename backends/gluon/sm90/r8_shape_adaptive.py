@@ -14,7 +14,8 @@ Changes from rung 7 (``multi_consumer``):
     shared memory;
   * ``swap_ab`` (small M): the kernel runs on (B, A), so N fills the 64-row wgmma side and M
     the narrow tile width; the epilogue permutes the accumulator in registers and stores
-    the transposed tile into shared memory, and one TMA store writes D (a [tile_n, 64] box);
+    the transposed tile into shared memory, and one TMA store writes D (a [tile_n, 64] box,
+    [tile_n, 128] at 256 rows);
   * wide swaps (mid-size M, ``SWAP_WIDE``: 72..256 columns): M's share of up to eight column
     tiles on the wgmma N side. Triton's blocks and TMA boxes are powers of two, so a width
     that is not one is two boxes (``R8Config.boxes``: 144 = 128 + 16) — two B rings filled
