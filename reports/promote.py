@@ -137,7 +137,7 @@ def _check_gpu(gpu: object, fname: str, results: Path) -> None:
     (an H100 run promoted as ``...-h200-...`` would be rendered in the H200 report)."""
     if not isinstance(gpu, str) or not gpu:
         return
-    model = gpu.lower().replace(" ", "")
+    model = set(gpu.lower().split())  # "nvidia h100 80gb hbm3": the model is a word of it
     tokens = set(fname.lower().removesuffix(".json").replace("_", "-").split("-"))
     for where, words in (("--name", tokens), ("folder", {results.name.lower()})):
         for tag in words & set(GPU_TAGS):

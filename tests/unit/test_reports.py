@@ -394,6 +394,10 @@ def test_promote_refuses_a_name_or_folder_of_another_gpu(repo: Path) -> None:
     assert promote(run, results / "h100", name="eval-r8-h100").dest.exists()
     with pytest.raises(PromoteError, match="--name says h200"):
         promote(run, results, name="eval-r8-h200")
+    raw["environment"]["gpu"] = "NVIDIA H200"  # whole words: h20 is not a prefix of h200
+    run.write_text(json.dumps(raw))
+    with pytest.raises(PromoteError, match="--name says h20 "):
+        promote(run, results, name="eval-r8-h20")
 
 
 def test_promote_archives_what_it_supersedes(repo: Path) -> None:
