@@ -468,6 +468,18 @@ def test_r8_swapped_tiles_walk_d_m_first() -> None:
     assert {dataclasses.replace(c, raster="n") for c in wides} <= set(wides)
 
 
+def test_r8_one_cta_configs_launch_without_a_cluster() -> None:
+    """Only a pair launches as a cluster. Launched as a 1x1x1 cluster, the one-CTA 128x256
+    tile read 12.7 GB from DRAM at 9000x8192x28672 on an H100 (8.0 GB launched plainly) and
+    ran at 56-79 % of cuBLAS instead of 83-99 %; every one-CTA config of the menu launches
+    plainly, every pair as a (2, 1, 1) cluster."""
+    r8 = _r8()
+    for config in r8.MENU:
+        gemm = r8.Gemm(HOPPER.num_sms, True, config)
+        want = None if config.cluster == 1 else [config.cluster, 1, 1]
+        assert gemm.launch_cluster == want, config.name
+
+
 def test_r8_non_persistent_changes_only_the_grid() -> None:
     """persistent=0 launches one CTA per work unit: the device code is the persistent kernel's
     (each CTA's scheduler loop then runs once), only the host's grid differs."""

@@ -113,7 +113,8 @@ overrides the heuristic for the exact shapes it holds.
 
 TMA loads pass an explicit L2 cache policy (``TMA_CACHE_HINT``, CUTLASS C++'s EVICT_NORMAL):
 CuTeDSL 4.8.1 otherwise emits ``.L2::cache_hint`` with a policy of 0 (SASS ``desc[URZ]``),
-which neither CUTLASS C++ (0x1000000000000000) nor Triton (no hint) issues.
+which neither CUTLASS C++ (0x1000000000000000) nor Triton (no hint) issues (measured: no
+faster than 0 or EVICT_LAST; README, thirteenth version).
 """
 
 from __future__ import annotations
@@ -594,11 +595,9 @@ class Gemm:
         # Stream-K spreads its tail over every program, so its grid is always the full
         # persistent grid; the schedule, both kernels and the workspace size use this count.
         self.programs = num_sms // config.cluster
-        # A one-CTA config launches without a cluster: a 1x1x1 cluster launch places CTAs so
-        # that, at long K, the L2 keeps far less of the wave's panels (H100, 9000x8192x28672,
-        # 128x256 one CTA: 12.7 GB from DRAM and 67-79 % of cuBLAS, against 8.0 GB and 83-99 %
-        # launched plainly, as Triton launches one CTA). Nothing in the kernel needs the
-        # cluster: the cluster rank is 0 and no multicast is issued.
+        # A one-CTA config launches without a cluster, as Triton launches one: launched as a
+        # 1x1x1 cluster, a long-K wave read up to 3x the DRAM bytes (README, thirteenth
+        # version). Nothing in the kernel needs the cluster: its rank is 0, no multicast.
         self.launch_cluster = [config.cluster, 1, 1] if config.cluster > 1 else None
         self.tile_rows = config.tile_rows
         self.sk_chunk = SK_REDUCE_THREADS * SK_REDUCE_VEC  # reduce: elements of a tile a block
