@@ -481,6 +481,7 @@ _BENCH_COLUMNS = [
     "rel_err",
     "sm_clock_mhz_mean",
     "power_w_mean",
+    "power_source",
     "temp_c_max",
     "compile_s",
     "host",

@@ -3,6 +3,12 @@
 Uses ``pynvml`` (package ``nvidia-ml-py``). Where NVML is missing (no GPU, CPU test kernels) the
 sampler records nothing and every summary field is ``None``. NVML numbers GPUs its own way,
 whatever ``CUDA_VISIBLE_DEVICES`` says, so a CUDA device is found in NVML by its UUID.
+
+Power is the board's instantaneous draw where the driver reports it (``power_source``
+"instant", NVML field ``NVML_FI_DEV_POWER_INSTANT``). Otherwise it is
+``nvmlDeviceGetPowerUsage`` ("average"). On Ampere and newer GPUs that call returns the mean
+over the last second, longer than one kernel's timing window (0.15 s a round by default), so
+its watts partly belong to whatever ran before.
 """
 
 from __future__ import annotations
@@ -13,7 +19,14 @@ import threading
 from dataclasses import asdict, dataclass
 from typing import Any
 
-__all__ = ["Telemetry", "TelemetrySampler", "cuda_uuid", "nvml_device_info", "torch_pci_bus_id"]
+__all__ = [
+    "Telemetry",
+    "TelemetrySampler",
+    "cuda_uuid",
+    "nvml_device_info",
+    "power_reader",
+    "torch_pci_bus_id",
+]
 
 
 @dataclass(frozen=True)
@@ -25,6 +38,9 @@ class Telemetry:
     power_w_mean: float | None = None
     power_w_max: float | None = None
     temp_c_max: float | None = None
+    #: "instant" or "average" (NVML's one-second mean), the reading ``power_w_*`` come from;
+    #: None in records written before it was recorded (those are "average").
+    power_source: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -106,11 +122,53 @@ def nvml_device_info(index: int = 0) -> dict[str, Any]:
     return info
 
 
+#: nvml.h's ``NVML_FI_DEV_POWER_INSTANT``, for an ``nvidia-ml-py`` too old to name it.
+_FI_POWER_INSTANT = 186
+#: Readings outside this range (watts) mean the field is not what it claims to be.
+_PLAUSIBLE_W = (1.0, 5000.0)
+
+
+def _field_number(value: Any) -> float | None:
+    """The number in an NVML field value (``c_nvmlFieldValue_t``), None if it failed."""
+    import pynvml
+
+    if value.nvmlReturn != pynvml.NVML_SUCCESS:
+        return None
+    member = {0: "dVal", 1: "uiVal", 2: "ulVal", 3: "ullVal", 4: "sllVal"}.get(value.valueType)
+    return float(getattr(value.value, member)) if member else None
+
+
+def power_reader(handle: Any) -> tuple[Any, str] | None:
+    """A function returning the board's power in watts, and its source: the instantaneous
+    field where the driver answers it with a plausible number, else NVML's one-second
+    average; None without NVML."""
+    if handle is None:
+        return None
+    import pynvml
+
+    field = getattr(pynvml, "NVML_FI_DEV_POWER_INSTANT", _FI_POWER_INSTANT)
+
+    def instant() -> float:
+        watts = _field_number(pynvml.nvmlDeviceGetFieldValues(handle, [field])[0])
+        if watts is None:
+            raise RuntimeError("NVML_FI_DEV_POWER_INSTANT unavailable")
+        return watts / 1000.0
+
+    try:
+        if _PLAUSIBLE_W[0] <= instant() <= _PLAUSIBLE_W[1]:
+            return instant, "instant"
+    except Exception:
+        pass
+    return (lambda: pynvml.nvmlDeviceGetPowerUsage(handle) / 1000.0), "average"
+
+
 class TelemetrySampler:
     """Context manager sampling NVML every ``interval_s`` while the body runs."""
 
     def __init__(self, device_index: int = 0, interval_s: float = 0.02, enabled: bool = True):
         self._handle = _nvml_handle(device_index) if enabled else None
+        reader = power_reader(self._handle)
+        self._power_w, self._power_source = reader if reader else (None, None)
         self._interval = interval_s
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -125,7 +183,7 @@ class TelemetrySampler:
         while True:
             try:
                 self._clock.append(pynvml.nvmlDeviceGetClockInfo(h, pynvml.NVML_CLOCK_SM))
-                self._power.append(pynvml.nvmlDeviceGetPowerUsage(h) / 1000.0)
+                self._power.append(self._power_w())
                 self._temp.append(pynvml.nvmlDeviceGetTemperature(h, pynvml.NVML_TEMPERATURE_GPU))
             except Exception:
                 return
@@ -154,6 +212,7 @@ class TelemetrySampler:
             power_w_mean=statistics.fmean(self._power) if self._power else None,
             power_w_max=max(self._power) if self._power else None,
             temp_c_max=max(self._temp) if self._temp else None,
+            power_source=self._power_source if self._power else None,
         )
 
 
@@ -180,4 +239,13 @@ def merge(parts: list[Telemetry]) -> Telemetry:
         power_w_mean=wmean("power_w_mean"),
         power_w_max=agg("power_w_max", max),
         temp_c_max=agg("temp_c_max", max),
+        power_source=_common_source(parts),
     )
+
+
+def _common_source(parts: list[Telemetry]) -> str | None:
+    """The parts' power source, "mixed" where they differ, None where none recorded one."""
+    sources = {p.power_source for p in parts if p.power_w_mean is not None}
+    if not sources or sources == {None}:
+        return None
+    return sources.pop() if len(sources) == 1 else "mixed"

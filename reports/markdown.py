@@ -255,6 +255,14 @@ def tuning_lines(ds: Dataset) -> list[str]:
     return md
 
 
+def watts_cell(telemetry: Any) -> str:
+    """The mean power of a record's samples; ``*`` marks instantaneous readings (the others
+    are NVML's one-second means, which lag a short timing window)."""
+    watts = telemetry.power_w_mean if telemetry else None
+    mark = "*" if telemetry is not None and telemetry.power_source == "instant" else ""
+    return _fmt(watts, ".0f") + (mark if watts is not None else "")
+
+
 def records_lines(ds: Dataset) -> list[str]:
     names = _run_names(ds)
     recs = sorted(
@@ -283,7 +291,7 @@ def records_lines(ds: Dataset) -> list[str]:
                 _fmt(r.tflops_per_ghz),
                 _fmt(ds.pct_of_cublas(r)),
                 _fmt(r.telemetry.sm_clock_mhz_mean if r.telemetry else None, ".0f"),
-                _fmt(r.telemetry.power_w_mean if r.telemetry else None, ".0f"),
+                watts_cell(r.telemetry),
                 _fmt(r.check.max_abs_err if r.check else None, ".3g"),
                 names.get(id(ds.run_of(r)), "?"),
             ]
@@ -579,7 +587,17 @@ def report_files(
     linked = {
         "sweep.md": ["# Shape sweep: every shape", "", back, "", *sweep_lines(ds)],
         "tuning.md": ["# Configs timed", "", back, "", *tuning_lines(ds)],
-        "records.md": ["# Every timed record", "", back, "", *records_lines(ds)],
+        "records.md": [
+            "# Every timed record",
+            "",
+            back,
+            "",
+            "W: the mean of the power samples taken while the record was timed. NVML's reading "
+            "is a one-second mean, longer than a timing window, unless marked `*` "
+            "(instantaneous; `power_source` in the results).",
+            "",
+            *records_lines(ds),
+        ],
         "environment.md": [
             "# Environment of every run",
             "",

@@ -29,6 +29,7 @@ from harness.gemm import Problem
 from harness.problems import suite_shapes
 from harness.records import BenchRecord, Stats, Status
 from harness.results import ResultsWriter, load
+from harness.telemetry import Telemetry
 from reports.cli import main
 from reports.data import (
     build_dataset,
@@ -43,7 +44,7 @@ from reports.figures.chain import figure_chain
 from reports.figures.heatmap import figure_heatmap
 from reports.figures.ksweep import figure_ksweep
 from reports.figures.sweep import MAX_HELD_OUT, figure_sweep
-from reports.markdown import anchor, sweep_lines, tuning_lines
+from reports.markdown import anchor, sweep_lines, tuning_lines, watts_cell
 from reports.promote import PromoteError, promote
 from reports.readme import README_END, README_START, update_readme
 from reports.render import render_report
@@ -640,3 +641,12 @@ def test_committed_results_ran_on_the_gpu_their_name_and_folder_say() -> None:
         for path in sorted(folder.glob("*.json")):
             gpu = json.loads(path.read_text()).get("environment", {}).get("gpu")
             _check_gpu(gpu, path.name, folder)
+
+
+def test_records_mark_instantaneous_power() -> None:
+    """records.md's W column marks instantaneous readings; NVML's one-second means (every
+    record written before ``power_source``) stay unmarked, and no reading is a dash."""
+    assert watts_cell(Telemetry(5, 1500.0, power_w_mean=612.4, power_source="instant")) == "612*"
+    assert watts_cell(Telemetry(5, 1500.0, power_w_mean=612.4, power_source="average")) == "612"
+    assert watts_cell(Telemetry(5, 1500.0, power_w_mean=612.4)) == "612"
+    assert watts_cell(Telemetry(0)) == watts_cell(None) != "612"

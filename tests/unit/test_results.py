@@ -189,6 +189,7 @@ def test_every_field_of_a_bench_document_is_read() -> None:
         power_w_mean=612.5,
         power_w_max=699.0,
         temp_c_max=61.0,
+        power_source="instant",
     )
     assert (ok.per_clock_pct_of_cublas, ok.cublas_drift_pct) == (93.75, -0.5)
     assert ok.gpu == {

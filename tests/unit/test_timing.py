@@ -1,12 +1,14 @@
 from __future__ import annotations
 
 import statistics
+import sys
 import time
+import types
 
 import pytest
 
 from harness.protocol import Problem
-from harness.telemetry import Telemetry, merge
+from harness.telemetry import Telemetry, merge, power_reader
 from harness.timing import (
     TimerSettings,
     _Clock,
@@ -108,3 +110,48 @@ def test_telemetry_merge_weights_by_samples() -> None:
     assert m.sm_clock_mhz_mean == pytest.approx(1650.0)
     assert (m.sm_clock_mhz_min, m.sm_clock_mhz_max, m.temp_c_max) == (1400.0, 1800.0, 70.0)
     assert merge([Telemetry(0)]).sm_clock_mhz_mean is None
+
+
+class _FakeNvml:
+    """The few ``pynvml`` names the power reader uses: instant power 512.5 W (or a failing
+    field where ``instant`` is False), one-second average 700 W."""
+
+    NVML_SUCCESS = 0
+
+    def __init__(self, instant: bool) -> None:
+        self.instant = instant
+
+    def nvmlDeviceGetFieldValues(self, handle: object, fields: list[int]) -> list[object]:
+        assert fields == [186]  # NVML_FI_DEV_POWER_INSTANT, as nvml.h numbers it
+        value = types.SimpleNamespace(uiVal=512_500)
+        rc = self.NVML_SUCCESS if self.instant else 3  # NVML_ERROR_NOT_SUPPORTED
+        return [types.SimpleNamespace(nvmlReturn=rc, valueType=1, value=value)]
+
+    def nvmlDeviceGetPowerUsage(self, handle: object) -> int:
+        return 700_000
+
+
+@pytest.mark.parametrize(
+    ("instant", "watts", "source"), [(True, 512.5, "instant"), (False, 700.0, "average")]
+)
+def test_power_reads_the_instant_field_where_the_driver_has_it(
+    monkeypatch: pytest.MonkeyPatch, instant: bool, watts: float, source: str
+) -> None:
+    """NVML's ``nvmlDeviceGetPowerUsage`` is a one-second mean on Ampere and newer, longer than
+    a timing window: the sampler reads the instantaneous field where it answers, and names
+    the source in the telemetry."""
+    monkeypatch.setitem(sys.modules, "pynvml", _FakeNvml(instant))
+    read, got = power_reader(object())
+    assert (read(), got) == (watts, source)
+    assert power_reader(None) is None
+
+
+def test_telemetry_merge_keeps_a_common_power_source() -> None:
+    a = Telemetry(10, 1500.0, power_w_mean=600.0, power_source="instant")
+    b = Telemetry(30, 1700.0, power_w_mean=700.0, power_source="instant")
+    assert merge([a, b]).power_source == "instant"
+    assert (
+        merge([a, Telemetry(5, 1600.0, power_w_mean=650.0, power_source="average")]).power_source
+        == "mixed"
+    )
+    assert merge([Telemetry(10, 1500.0, power_w_mean=600.0)]).power_source is None
