@@ -134,7 +134,10 @@ def _field_number(value: Any) -> float | None:
 
     if value.nvmlReturn != pynvml.NVML_SUCCESS:
         return None
-    member = {0: "dVal", 1: "uiVal", 2: "ulVal", 3: "ullVal", 4: "sllVal"}.get(value.valueType)
+    # nvmlValueType_t: double, unsigned int, unsigned long, unsigned long long, signed long
+    # long, signed int, unsigned short.
+    members = {0: "dVal", 1: "uiVal", 2: "ulVal", 3: "ullVal", 4: "sllVal", 5: "siVal", 6: "usVal"}
+    member = members.get(value.valueType)
     return float(getattr(value.value, member)) if member else None
 
 
