@@ -186,10 +186,13 @@ class TelemetrySampler:
         while True:
             try:
                 self._clock.append(pynvml.nvmlDeviceGetClockInfo(h, pynvml.NVML_CLOCK_SM))
-                self._power.append(self._power_w())
                 self._temp.append(pynvml.nvmlDeviceGetTemperature(h, pynvml.NVML_TEMPERATURE_GPU))
             except Exception:
                 return
+            try:  # a power reading that fails once costs that sample, not the clocks
+                self._power.append(self._power_w())
+            except Exception:
+                pass
             if self._stop.wait(self._interval):
                 return
 

@@ -8,7 +8,7 @@ import types
 import pytest
 
 from harness.protocol import Problem
-from harness.telemetry import Telemetry, merge, power_reader
+from harness.telemetry import Telemetry, TelemetrySampler, merge, power_reader
 from harness.timing import (
     TimerSettings,
     _Clock,
@@ -113,13 +113,30 @@ def test_telemetry_merge_weights_by_samples() -> None:
 
 
 class _FakeNvml:
-    """The few ``pynvml`` names the power reader uses: instant power 512.5 W (or a failing
-    field where ``instant`` is False), one-second average 700 W."""
+    """The few ``pynvml`` names the sampler uses: instant power 512.5 W (or a failing field
+    where ``instant`` is False), one-second average 700 W, SM clock 1500 MHz, 60 C."""
 
     NVML_SUCCESS = 0
+    NVML_CLOCK_SM = 1
+    NVML_TEMPERATURE_GPU = 0
 
     def __init__(self, instant: bool) -> None:
         self.instant = instant
+
+    def nvmlInit(self) -> None:
+        pass
+
+    def nvmlDeviceGetHandleByIndex(self, index: int) -> object:
+        return object()
+
+    def nvmlDeviceGetHandleByUUID(self, uuid: str) -> object:
+        return object()
+
+    def nvmlDeviceGetClockInfo(self, handle: object, which: int) -> int:
+        return 1500
+
+    def nvmlDeviceGetTemperature(self, handle: object, which: int) -> int:
+        return 60
 
     def nvmlDeviceGetFieldValues(self, handle: object, fields: list[int]) -> list[object]:
         assert fields == [186]  # NVML_FI_DEV_POWER_INSTANT, as nvml.h numbers it
@@ -155,3 +172,15 @@ def test_telemetry_merge_keeps_a_common_power_source() -> None:
         == "mixed"
     )
     assert merge([Telemetry(10, 1500.0, power_w_mean=600.0)]).power_source is None
+
+
+@pytest.mark.parametrize(("instant", "source"), [(True, "instant"), (False, "average")])
+def test_sampler_records_the_power_source(
+    monkeypatch: pytest.MonkeyPatch, instant: bool, source: str
+) -> None:
+    monkeypatch.setitem(sys.modules, "pynvml", _FakeNvml(instant))
+    with TelemetrySampler(interval_s=0.005) as sampler:
+        time.sleep(0.05)
+    t = sampler.summary()
+    assert t.samples >= 2 and t.sm_clock_mhz_mean == 1500.0 and t.temp_c_max == 60.0
+    assert (t.power_w_mean, t.power_source) == ({True: 512.5, False: 700.0}[instant], source)
