@@ -7,8 +7,8 @@ whatever ``CUDA_VISIBLE_DEVICES`` says, so a CUDA device is found in NVML by its
 Power is the board's instantaneous draw where the driver reports it (``power_source``
 "instant", NVML field ``NVML_FI_DEV_POWER_INSTANT``). Otherwise it is
 ``nvmlDeviceGetPowerUsage`` ("average"). On Ampere and newer GPUs that call returns the mean
-over the last second, longer than one kernel's timing window (0.15 s a round by default), so
-its watts partly belong to whatever ran before.
+over the last second, longer than one kernel's timing round (0.125 s by default: ``--min-time``
+0.5 over 4 rounds), so its watts partly belong to whatever ran before.
 """
 
 from __future__ import annotations

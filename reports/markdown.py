@@ -258,9 +258,10 @@ def tuning_lines(ds: Dataset) -> list[str]:
 def watts_cell(telemetry: Any) -> str:
     """The mean power of a record's samples; ``*`` marks instantaneous readings (the others
     are NVML's one-second means, which lag a short timing window)."""
-    watts = telemetry.power_w_mean if telemetry else None
-    mark = "*" if telemetry is not None and telemetry.power_source == "instant" else ""
-    return _fmt(watts, ".0f") + (mark if watts is not None else "")
+    if telemetry is None or telemetry.power_w_mean is None:
+        return _fmt(None)
+    mark = "*" if telemetry.power_source == "instant" else ""
+    return _fmt(telemetry.power_w_mean, ".0f") + mark
 
 
 def records_lines(ds: Dataset) -> list[str]:

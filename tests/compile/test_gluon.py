@@ -379,7 +379,6 @@ def test_r8_menu_fits_shared_memory():
         if config.tile_m == 256:  # W fp32 accumulators a consumer thread: no wider than 144
             assert config.wide_swap and config.tile_n <= r8.SWAP_WIDE_256, config.name
             assert config.stages(2) >= 3, config.name
-    for config in r8.MENU:
         head, tail = config.boxes
         assert head & (head - 1) == 0 and tail & (tail - 1) == 0 and (tail == 0 or tail >= 8)
         assert tail == 0 or config.wide_swap, config.name  # two boxes: wide swaps only
