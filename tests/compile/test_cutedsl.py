@@ -17,7 +17,7 @@ from compile_checks import assert_listing_imports_no_dsl
 from expectations import require_dsl, require_tool
 
 from backends.cutedsl import kernels
-from harness.protocol import Problem, Rung
+from harness.protocol import Problem, Rung, cdiv
 from harness.tile_cost import HOPPER, swap_fits
 from harness.toolchain import find_ptxas, run_ptxas
 
@@ -300,9 +300,10 @@ R8_PATHS = {
         1,
     ),
     # a group whose padding would add a round of tiles: the same tile, ungrouped
-    "ungrouped_128x256": (
+    # the grouped walk (no scheduler) on a count that CUTLASS's group would pad (6 x 20 tiles)
+    "grouped_walk_128x256": (
         Problem(668, 5120, 14336, "fp16"),
-        "tile_m=128,tile_n=256,cluster=1,swap_ab=0,stream_k=0,group=1,epilogue=overlap",
+        "tile_m=128,tile_n=256,cluster=1,swap_ab=0,stream_k=0,group=8,epilogue=overlap",
         ("wgmma.mma_async.sync.aligned.m64n256k16", _TMA_LOAD, _TMA_STORE),
         (_MULTICAST,),
         1,
@@ -427,17 +428,24 @@ def _assert_ptxas_clean(ptx: str, what: str) -> None:
     assert spills and not any(spills), f"{what}: spills {spills}"
 
 
-def test_r8_swap_and_split_k_run_ungrouped() -> None:
-    """The scheduler's L2 grouping rounds the tile count along N up to the group (8) and runs
-    the padded work units as real tiles (full K loop, stores all masked). Swapped, N is one
-    tile: the first H200 run did 8 units of work per real one (13-23 % of cuBLAS at M = 1,
-    16). Swap and split-K configs therefore run ungrouped: their PTX has no round-up to 8
-    (``and.b32 ..., -8``), which the grouped rung-7 configuration has."""
+def test_r8_no_pick_runs_the_padded_grouped_scheduler() -> None:
+    """CUTLASS's scheduler's L2 grouping rounds the tile count along N up to the group (8) and
+    runs the padded work units as real tiles (full K loop, stores all masked; defect 1).
+    Swapped, N is one tile: the first H200 run did 8 units of work per real one (13-23 % of
+    cuBLAS at M = 1, 16). Swap and split-K configs therefore run ungrouped, and the grouped
+    data-parallel ones walk their tiles themselves (``grouped_tile``): no heuristic pick's PTX
+    has the round-up to 8 (``and.b32 ..., -8``), which the raster-n variant, still on the
+    scheduler, has."""
     r8 = _r8()
     kernel = r8.KERNEL
     rounded = re.compile(r"and\.b32\s+%r\d+, %r\d+, -8;")
     grouped = Problem(4096, 4096, 4096, "fp16")
-    assert rounded.search(kernel.codegen(grouped, "sm_90a", kernel.select(grouped)).ptx)
+    raster_n = kernel.select(grouped).with_overrides("raster=n")
+    assert not r8.Gemm(132, True, raster_n).walk
+    assert rounded.search(kernel.codegen(grouped, "sm_90a", raster_n).ptx)
+    pick = kernel.select(grouped)
+    assert r8.Gemm(132, True, pick).grouped_walk, pick.name
+    assert not rounded.search(kernel.codegen(grouped, "sm_90a", pick).ptx), pick.name
     for problem in (Problem(1, 57344, 8192, "fp16"), Problem(1, 4096, 4096, "fp16")):
         config = kernel.select(problem)
         assert config.swap_ab and config.group == 8
@@ -480,17 +488,19 @@ def test_r8_one_cta_configs_launch_without_a_cluster() -> None:
         assert gemm.launch_cluster == want, config.name
 
 
-def test_r8_non_persistent_changes_only_the_grid() -> None:
-    """persistent=0 launches one CTA per work unit: the device code is the persistent kernel's
-    (each CTA's scheduler loop then runs once), only the host's grid differs."""
-    kernel = _r8().KERNEL
+def test_r8_non_persistent_runs_the_scheduler_on_every_unit() -> None:
+    """persistent=0 launches one CTA per work unit through CUTLASS's scheduler (each CTA's loop
+    runs once); its persistent twin walks its grouped tiles itself on the persistent grid."""
+    r8 = _r8()
+    kernel = r8.KERNEL
     problem = Problem(1024, 1024, 1024, "fp16")
-    base = kernel.select(problem).with_overrides("cluster=1,epilogue=serial")
-    ptx = [
-        kernel.codegen(problem, "sm_90a", base.with_overrides(f"persistent={p}")).ptx
-        for p in (0, 1)
-    ]
-    assert ptx[0] == ptx[1]
+    base = r8.R8Config(128, 128, 1, persistent=False, epilogue="serial")
+    assert base in kernel.configs and kernel.supports(problem, base) is None
+    gemm = r8.Gemm(HOPPER.num_sms, True, base)
+    assert not gemm.walk and gemm.max_active_clusters == r8.MAX_GRID_Z
+    twin = r8.Gemm(HOPPER.num_sms, True, dataclasses.replace(base, persistent=True))
+    assert twin.walk and twin.max_active_clusters == HOPPER.num_sms
+    assert list(_kernels(kernel.codegen(problem, "sm_90a", base).ptx)) == ["kernel"]
 
 
 def _sweep() -> list[Problem]:
@@ -572,26 +582,44 @@ def test_r8_select_on_the_sweep() -> None:
         assert tail.stream_k and r8.stream_k(Problem(300, 7168, 16384), 132, tail).sk_tiles > 0
 
 
-def test_r8_runs_a_tile_ungrouped_where_group_padding_adds_more_than_an_eighth() -> None:
-    """Defect 1's padded units keep their round-robin slots: where padding N's cluster count to
-    a multiple of 8 needs more than 1/8 more rounds of the grid than the real tiles, the tile
-    runs with group 1 (H200: 668x5120x14336 128x256, 55 % of cuBLAS grouped, 86 % ungrouped);
-    a run of many waves keeps group 8's L2 order (14423x7168x5120 in pairs: ungrouped 12.7 %
-    slower, padding 25 -> 28 rounds)."""
+def test_r8_grouped_picks_walk_every_tile_once_without_padding() -> None:
+    """Every unswapped, unsplit heuristic pick without stream-K runs group 8 through the
+    grouped walk: program p takes tiles p, p + P, ... of ``grouped_tile``'s order on the full
+    persistent grid, so every cluster tile runs exactly once and the busiest program runs
+    cdiv(tiles, P) of them, with no padded unit in its slots. CUTLASS's group padded 6 x 20
+    cluster tiles (668x5120x14336, 128x256) to 6 x 24 = 144 units on 132 SMs: two tile times
+    (H200: 55 % of cuBLAS grouped, 86 % ungrouped)."""
     r8 = _r8()
     wide = r8.R8Config(128, 256, 1)
-    assert r8._group_for(Problem(668, 5120, 14336), wide) == 1  # 6 x 20 -> 6 x 24 > 132
-    assert r8._group_for(Problem(668, 6144, 14336), wide) == 8  # 6 x 24, no padding
-    assert r8._group_for(Problem(4096, 4096, 4096), r8.R8Config()) == 8  # 16 x 16 clusters
-    assert r8._group_for(Problem(1553, 3584, 3584), r8.R8Config(128, 128, 1)) == 1  # 4 vs 3
-    pair = r8.R8Config(128, 256, 2)
-    assert r8._group_for(Problem(14423, 7168, 5120), pair) == 8  # 25 -> 28 rounds: + 12 %
-    assert r8._group_for(Problem(2597, 8192, 3584), r8.R8Config(128, 192, 1)) == 1  # 7 -> 8
-    assert r8._group_for(Problem(3018, 5120, 13824), pair) == 1  # 4 -> 5 rounds: + 25 %
-    pick = r8.KERNEL.select(Problem(1143, 5120, 4096, "fp16"))
-    if not pick.swap_ab and not pick.stream_k and pick.split_k == 1:
-        assert pick.group == r8._group_for(Problem(1143, 5120, 4096), pick), pick.name
-    assert all(c.group in (1, 8) or r8._variant(Problem(4096, 4096, 4096), c) for c in r8.MENU)
+    gemm = r8.Gemm(HOPPER.num_sms, True, wide)
+    assert gemm.grouped_walk and gemm.programs == HOPPER.num_sms
+    for problem, config in (
+        (Problem(668, 5120, 14336), wide),
+        (Problem(14423, 7168, 5120), r8.R8Config(128, 256, 2)),
+        (Problem(3018, 5120, 13824), r8.R8Config(128, 256, 2)),
+        (Problem(1553, 3584, 3584), r8.R8Config(128, 128, 1)),
+    ):
+        rows, cols = config.oriented(problem)
+        tiles_m = cdiv(cdiv(rows, config.tile_m), config.cluster)
+        tiles_n = cdiv(cols, config.tile_n)
+        programs = HOPPER.num_sms // config.cluster
+        walked = [
+            [
+                r8.grouped_tile(u, tiles_m, tiles_n, config.group)
+                for u in range(p, tiles_m * tiles_n, programs)
+            ]
+            for p in range(programs)
+        ]
+        order = sorted(t for units in walked for t in units)
+        assert order == [(i, j) for i in range(tiles_m) for j in range(tiles_n)], problem.key
+        busiest = max(len(units) for units in walked)
+        assert busiest == cdiv(tiles_m * tiles_n, programs), problem.key
+    for problem in [*_sweep(), Problem(1143, 5120, 4096), Problem(13236, 5120, 14336)]:
+        pick = r8.KERNEL.select(problem)
+        if pick.swap_ab or pick.split_k > 1 or pick.stream_k:
+            continue
+        assert pick.group == 8 and r8.Gemm(HOPPER.num_sms, True, pick).grouped_walk, pick.name
+    assert not any(c.group == 1 for c in r8.MENU)
 
 
 def test_r8_every_problem_gets_a_valid_config() -> None:

@@ -112,6 +112,34 @@ def test_stream_k_and_new_tiles_are_correct(spec: KernelSpec, shard: str | None)
             assert len(with_tail) >= 4, f"{name}: only {len(with_tail)} problems with a tail ran"
 
 
+#: Grids for the grouped data-parallel order: fewer tiles than programs, a last band shorter
+#: than the group (CUTLASS's group padded these: 6 x 20 and 4 x 20 cluster tiles), several
+#: waves with a part-empty last one, and ragged M and N.
+GROUPED = ["668x5120x2048", "1000x5120x1000", "2500x4100x512", "4095x4097x520", "9000x3000x256"]
+
+
+def _grouped(name: str) -> bool:
+    """A data-parallel tile in the heuristic's grouped order: unswapped, unsplit, no stream-K,
+    group 8, raster m, persistent and overlapped where a backend has those knobs."""
+    v = _values(name)
+    return (
+        (v["swap_ab"], v["split_k"], v["stream_k"], v["raster"], v["group"])
+        == ("0", "1", "0", "m", "8")
+        and v.get("persistent", "1") == "1"
+        and v.get("epilogue", "overlap") == "overlap"
+    )
+
+
+@pytest.mark.parametrize("spec", SPECS, ids=[s.id for s in SPECS])
+def test_grouped_tiles_are_correct(spec: KernelSpec, shard: str | None) -> None:
+    """Every data-parallel tile of the heuristic's grouped order (CuTeDSL: the kernel's own
+    walk, ``grouped_tile``, in place of CUTLASS's padded grouped scheduler) on grids that end
+    in a short band or a part-empty wave, on the ragged suite and a held-out random suite."""
+    names = [n for n in _menu(spec) if _grouped(n)]
+    assert names, f"{spec.id}: no grouped data-parallel tile"
+    _check_forced(spec, names, ["ragged", RANDOM, *GROUPED], shard)
+
+
 #: Mid-size M for the wide swapped tiles: ragged M, N and K, one to four column tiles of M.
 MID_M = ["77x3000x512", "100x4104x2048", "338x8192x1000", "555x5000x1032", "1000x4096x4096"]
 #: Widths of the wide swapped tiles checked: the narrowest, an odd multiple of the wgmma N step

@@ -27,18 +27,21 @@ knobs every DSL's rung 8 shares, plus ``persistent`` and ``epilogue``):
   deterministic, no atomics.
 * ``stream_k``: whole waves of tiles as data-parallel work, and the last, part-empty wave's
   k-iterations spread evenly over every program (``harness.tile_cost.StreamK``, below).
-* ``persistent``: 1 = grid min(tiles, SMs / cluster), CTAs loop over tiles (rung 7); below one
-  wave that grid *is* the tile count. 0 = one CTA per work unit, the hardware handing out the
-  waves (same device code: each CTA's scheduler loop runs once; only the host's grid differs).
-* ``raster`` / ``group``: the scheduler's L2 grouping (rung 7), for unswapped, unsplit configs
-  without stream-K (the others run ungrouped: the grouping pads the tile count to a multiple
-  of the group, and a swapped problem has few tiles along D's M); both loops step over the
-  padded work units, which the scheduler reports as valid. ``raster`` names D's side walked
-  first, swapped or not: raster m walks a swapped config's column tiles (D's M) first, so
-  the tiles reading one block of B run in the same wave. ``epilogue`` overlap / serial (rung 7;
-  overlap needs the TMA-store epilogue and an unswapped tile: N % 8 == 0, no split; with
-  stream-K it is the whole tiles' D that waits for the next unit's first MMAs) / direct
-  (swapped tiles: predicated stores; "serial" without a TMA store stores directly too).
+* ``persistent``: 1 = CTAs loop over tiles (rung 7) on the grid min(tiles, SMs / cluster), or
+  on the full SMs / cluster where the kernel walks its units itself (stream-K, grouped). 0 =
+  one CTA per work unit through CUTLASS's scheduler, the hardware handing out the waves.
+* ``raster`` / ``group``: the tile order. A persistent, unswapped, unsplit config with raster
+  m and a group (every such heuristic pick: group 8) walks its tiles itself in ``grouped_tile``'s
+  order, stream-K's walk without a tail: ``group``-row bands of cluster tiles, M fastest, the
+  last band as tall as the rows left, so nothing is padded. The others take CUTLASS's
+  persistent scheduler: ungrouped (swapped and split configs, ``group=1``) or grouped with
+  its padding stepped over (raster n, non-persistent; ``_workarounds.py``, defect 1).
+  ``raster`` names D's side walked first, swapped or not: raster m walks a swapped config's
+  column tiles (D's M) first, so the tiles reading one block of B run in the same wave.
+* ``epilogue``: overlap / serial (rung 7; overlap needs the TMA-store epilogue and an
+  unswapped tile: N % 8 == 0, no split; with stream-K it is the whole tiles' D that waits
+  for the next unit's first MMAs) / direct (swapped tiles: predicated stores; "serial"
+  without a TMA store stores directly too).
 
 Stages are derived, not a knob: as many as fit next to the epilogue buffers, at most 8 (12 for
 the swapped tiles, which stream B from DRAM).
@@ -90,10 +93,11 @@ partial goes from registers straight into workspace slot u - dp_tiles (2 x P slo
 cluster tile, row-major: 2 x SMs x tile_m x tile_n x 4 B, 33 MiB for 128x256, allocated once
 per launcher). An empty segment is skipped by both roles (no load, no barrier, no store): the
 producer and the consumers walk the same units with the same arithmetic
-(``_stream_k_unit``), so they stay in step, and so do the two CTAs of a cluster (B
+(``_work_unit``), so they stay in step, and so do the two CTAs of a cluster (B
 multicast). The second kernel, ``streamk_reduce``, sums each tail tile's partials in program
 order (deterministic: no atomics, nothing zeroed) and writes D; it runs only when there is a
-tail.
+tail. The grouped data-parallel configs take the same walk with no tail (dp_tiles = tiles,
+every unit a whole tile, stored as rung 7 stores it).
 
 Both reduces run after the GEMM kernel on the same stream: stream order is their only
 synchronization.
@@ -102,8 +106,7 @@ synchronization.
 cost model every rung 8 shares (the busiest program's k-steps at the tile's MMA rate, the cold
 operand stream, DRAM, per-unit overheads, the split-K / stream-K reduce), among the menu entries
 that are not variants (``_variant``: ``heuristic_raster``, m or a wide swap's by B's size; group
-8, or 1 where group 8's padding would add more than an eighth of the grid's rounds
-(``_group_for``); persistent; the epilogue ``_epilogue_for`` names: rung 7's overlap wherever D
+8; persistent; the epilogue ``_epilogue_for`` names: rung 7's overlap wherever D
 allows it, stream-K included; swapped, the TMA store for wide tiles and direct stores for narrow
 covers), that ``harness.tile_cost.heuristic_allows`` (swap A and B exactly when M <= 64 < N,
 with tile_n the narrowest of 16/32/64 covering M; narrow tiles only as that cover; splits
@@ -283,16 +286,6 @@ def _menu() -> tuple[R8Config, ...]:
                 menu += _swap_epilogues(R8Config(256, tn, c, swap_ab=True))
     # Their raster-n twins: the kernel's rows first, where B stays in L2 (``swap_raster``).
     menu += [dataclasses.replace(c, raster="n") for c in menu if c.wide_swap]
-    # Ungrouped twins of the data-parallel tiles the heuristic picks: where the scheduler's
-    # group padding would add a round of tiles (``_group_for``), the same tile runs ungrouped.
-    menu += [
-        dataclasses.replace(c, group=1)
-        for c in list(menu)
-        if not (c.swap_ab or c.split_k > 1 or c.stream_k)
-        and c.persistent
-        and c.raster == "m"
-        and c.group == 8
-    ]
     # Stream-K's whole tiles leave by the TMA store, overlapped with the next unit's MMAs or
     # not; its tail partials leave from registers either way.
     menu += [
@@ -388,38 +381,6 @@ def _one_warpgroup_swap_pays(problem: Problem, c: R8Config, num_sms: int = DEFAU
     return dataclasses.replace(c, tile_m=128).ctas(problem) < num_sms // 2
 
 
-#: The fraction of extra rounds group 8's padding may cost before a tile runs ungrouped. Many
-#: waves lose more to the ungrouped order's L2 misses than to a round or two of padding: in
-#: the H200 tuning runs' 24 grouped/ungrouped pairs, ungrouped took 0-20 % more time wherever
-#: padding added at most 12 % of the rounds (6629x29568x8192, 8653x8192x29568,
-#: 9692x8192x8192, 14423x7168x5120 in pairs) and 6-42 % less wherever it added 14 % or more
-#: (2597x8192x3584, 3018x5120x13824, and mid-M shapes whose padding doubles one round; one
-#: even, 362x4608x4096 at +0.9 %); one pair is on the wrong side (14423x7168x5120 128x256 on
-#: one CTA, +17 %, ungrouped 2.6 % slower). The limit was 0 (any extra round) until
-#: 2026-11-26 (README, "Twelfth version").
-GROUP_PADDING_LIMIT = 1 / 8
-
-
-def _group_for(problem: Problem, c: R8Config, num_sms: int = DEFAULT_NUM_SMS) -> int:
-    """The L2 group the heuristic runs ``c``'s tile with: 8, unless the grouped scheduler's
-    padding (``_workarounds.py``, defect 1: the cluster count along N rounded up to a multiple
-    of the group) adds more than ``GROUP_PADDING_LIMIT`` of the rounds of the persistent grid
-    the real tiles need. The padded units are skipped, not run, but they sit in the static
-    round-robin: at 668x5120x14336 the 128x256 tile's 6 x 20 cluster tiles pad to 6 x 24 =
-    144 units on 132 SMs, so some CTAs run two real tiles and the GEMM takes two tile times
-    (H200: 345 TFLOPS grouped, 520 ungrouped, one tile per CTA). Then 1: no padding, tiles
-    dealt round-robin, and the L2 reuse of the grouped order is lost."""
-    if c.swap_ab or c.split_k > 1 or c.stream_k:
-        return 8  # declared with the default; they run ungrouped anyway (``Gemm.__init__``)
-    rows, cols = c.oriented(problem)
-    cluster_rows = cdiv(cdiv(rows, c.tile_m), c.cluster)
-    tiles_n = cdiv(cols, c.tile_n)
-    programs = num_sms // c.cluster
-    real = cdiv(cluster_rows * tiles_n, programs)
-    padded = cdiv(cluster_rows * cdiv(tiles_n, 8) * 8, programs)
-    return 8 if padded <= real * (1 + GROUP_PADDING_LIMIT) else 1
-
-
 def _epilogue_for(problem: Problem, c: R8Config) -> str:
     """The epilogue the heuristic runs ``c`` with. Unswapped: overlapped wherever D allows the
     TMA store (rung 7), else serial. Swapped: the TMA store for a wide tile, direct stores for
@@ -434,13 +395,12 @@ def _epilogue_for(problem: Problem, c: R8Config) -> str:
 
 def _variant(problem: Problem, c: R8Config) -> bool:
     """``c`` changes what the cost model cannot see: raster (other than ``heuristic_raster``'s),
-    group (other than ``_group_for``'s), a non-persistent grid or another
-    epilogue than the kernel's default for the problem (overlap wherever D allows the
-    TMA-store epilogue, stream-K included)."""
+    group (other than 8: the grouped walk pads nothing, so no tile needs another), a
+    non-persistent grid or another epilogue than the kernel's default for the problem (overlap
+    wherever D allows the TMA-store epilogue, stream-K included)."""
     want = _epilogue_for(problem, c)
-    group = _group_for(problem, c) if c.group in (1, 8) else 8
     raster = heuristic_raster(problem, c)
-    return c.raster != raster or c.group != group or not c.persistent or c.epilogue != want
+    return c.raster != raster or c.group != 8 or not c.persistent or c.epilogue != want
 
 
 #: The shared cost model with this kernel family's constants: ``python -m harness fit-cost
@@ -574,16 +534,26 @@ class Gemm:
         self.tma_store = tma_store  # D's rows are 16-byte aligned (N % 8 == 0)
         self.tma_epi = _tma_epilogue(tma_store, config)
         self.overlap = self.tma_epi and config.epilogue == "overlap"
-        # The scheduler's L2 grouping rounds the tile count along N (raster m) or M (raster n)
-        # up to a multiple of the group, and the padded work units are *valid* tiles to it:
-        # unguarded, each runs the whole K loop (TMA of the real rows of the other operand, MMA
-        # on zeros) and stores nothing. Swapped, the N side is cdiv(M, tile_n) = 1 tile: 8 units
-        # of work for each real one (``_workarounds.py``, defect 1).
+        # CUTLASS's scheduler's L2 grouping rounds the tile count along N (raster m) or M
+        # (raster n) up to a multiple of the group, and the padded work units are *valid*
+        # tiles to it: unguarded, each runs the whole K loop (TMA of the real rows of the other
+        # operand, MMA on zeros) and stores nothing. Swapped, the N side is cdiv(M, tile_n) = 1
+        # tile: 8 units of work for each real one (``_workarounds.py``, defect 1).
         # Grouping only pays for large M x N, so swap and split-K configs run ungrouped (no
-        # padding, tiles dealt round-robin); the grouped ones step over padded units
-        # (``_workarounds.padded_unit``). Stream-K walks its own units, M fastest (no group).
+        # padding, tiles dealt round-robin).
         ungrouped = config.swap_ab or config.split_k > 1 or config.stream_k
         self.l2_group = 1 if ungrouped else config.group
+        # The grouped persistent configs walk their tiles themselves (``_work_unit``: stream-K's
+        # walk without a tail), in ``grouped_tile``'s order, whose last band is as tall as the
+        # rows left: nothing padded, so no skipped unit holds a slot of the round-robin (which
+        # cost a round of tiles where the padding added one) and no tile has to run ungrouped
+        # for it (the ungrouped order streams A from DRAM once per wave; README, fourteenth
+        # version). Raster n and non-persistent variants keep the scheduler, stepping over its
+        # padded units (``_workarounds.padded_unit``).
+        self.grouped_walk = (
+            self.l2_group > 1 and config.persistent and config.raster == "m" and not self.swap
+        )
+        self.walk = self.stream_k or self.grouped_walk
         # ``raster`` names D's side walked first (``GemmConfig``). Swapped, D's M is the
         # kernel's column side: raster m walks the (at most 8) column tiles of one row tile
         # back to back, so the tiles that read the same rows of B (the weights) share a wave
@@ -594,6 +564,7 @@ class Gemm:
         self.max_active_clusters = num_sms // config.cluster if config.persistent else MAX_GRID_Z
         # Stream-K spreads its tail over every program, so its grid is always the full
         # persistent grid; the schedule, both kernels and the workspace size use this count.
+        # So does the grouped walk: a program past the last tile finds no unit and exits.
         self.programs = num_sms // config.cluster
         # A one-CTA config launches without a cluster, as Triton launches one: launched as a
         # 1x1x1 cluster, a long-K wave read up to 3x the DRAM bytes (README, thirteenth
@@ -751,7 +722,8 @@ class Gemm:
         tma_d, gD_out = tma_store_atom(mD, sD_layout, self.epi_tile, self.tma_epi)
 
         # Work units: output tiles x K splits (the scheduler's L mode carries the split).
-        # Stream-K walks its own units (``_stream_k_unit``) and leaves the scheduler unused.
+        # Stream-K and the grouped walk walk their own units (``_work_unit``) and leave the
+        # scheduler unused.
         tiles_mnl = (
             cute.ceil_div(rows, self.tile_m),
             cute.ceil_div(cols, self.tile_n),
@@ -760,8 +732,8 @@ class Gemm:
         sched_params = utils.PersistentTileSchedulerParams(
             tiles_mnl, (*self.cluster_mn, 1), self.l2_group, self.raster_m
         )
-        if cutlass.const_expr(self.stream_k):
-            grid = (*self.cluster_mn, self.programs)  # every program shares the tail
+        if cutlass.const_expr(self.walk):
+            grid = (*self.cluster_mn, self.programs)  # stream-K: every program shares the tail
         else:
             grid = utils.StaticPersistentTileScheduler.get_grid_shape(
                 sched_params, self.max_active_clusters
@@ -844,7 +816,7 @@ class Gemm:
             )
 
     @cute.jit
-    def _stream_k_unit(
+    def _work_unit(
         self,
         unit: cutlass.Int32,
         cl_tiles_m: cutlass.Int32,
@@ -854,10 +826,11 @@ class Gemm:
         k_tiles: cutlass.Int32,
         rank_m: cutlass.Int32,
     ):
-        """(tile_m, tile_n, first k-tile, end k-tile, workspace slot) of stream-K work unit
-        ``unit``, as ``harness.tile_cost.StreamK.unit``: a whole tile (slot -1) or segment 0 /
-        1 of program p's share of the tail (slot = unit - dp_tiles; empty when first == end).
-        tile_m is this CTA's row tile in the cluster tile (``grouped_tile``)."""
+        """(tile_m, tile_n, first k-tile, end k-tile, workspace slot) of work unit ``unit``, as
+        ``harness.tile_cost.StreamK.unit``: a whole tile (slot -1) or segment 0 / 1 of program
+        p's share of the tail (slot = unit - dp_tiles; empty when first == end). The grouped
+        walk has no tail (dp_tiles = tiles): every unit is a whole tile. tile_m is this CTA's
+        row tile in the cluster tile (``grouped_tile``)."""
         tile = unit
         k_lo = cutlass.Int32(0)
         k_hi = k_tiles
@@ -959,20 +932,23 @@ class Gemm:
             cute.group_modes(gB, 0, 2),
         )
         k_tiles = cute.size(gA, mode=[3])
-        # Real tile counts: the grouped scheduler pads the count along N (raster m) or M
-        # (raster n) up to the group; both loops step over those padded units (``padded_unit``).
+        # Real tile counts: CUTLASS's grouped scheduler pads the count along N (raster m) or M
+        # (raster n) up to the group; its loops step over those padded units (``padded_unit``).
         tiles_m, tiles_n = cute.size(gA, mode=[2]), cute.size(gB, mode=[2])
         rank_m = cluster_coord[0]
-        if cutlass.const_expr(self.stream_k):
+        if cutlass.const_expr(self.walk):
             # Stream-K's work units (``harness.tile_cost.StreamK``) over cluster tiles: the
             # program is the cluster's index in the grid, so both CTAs of a cluster (and every
-            # role in each) walk the same units.
+            # role in each) walk the same units. The grouped walk: every tile a whole unit.
             cl_tiles_m = (tiles_m + self.cluster_m - 1) // self.cluster_m
             tiles = cl_tiles_m * tiles_n
-            dp_tiles = tiles // self.programs * self.programs
-            units = dp_tiles
-            if tiles > dp_tiles:
-                units = dp_tiles + 2 * self.programs
+            dp_tiles = tiles
+            units = tiles
+            if cutlass.const_expr(self.stream_k):
+                dp_tiles = tiles // self.programs * self.programs
+                units = dp_tiles
+                if tiles > dp_tiles:
+                    units = dp_tiles + 2 * self.programs
             program = cute.arch.block_idx()[2]
             sk_shape = (cl_tiles_m, tiles_n, tiles, dp_tiles, k_tiles, rank_m)
 
@@ -983,11 +959,11 @@ class Gemm:
             cute.arch.setmaxregister_decrease(PRODUCER_REGS)
             if warp_idx == 0:
                 tma_ops = (tma_a, tAgA, tAsA, tma_b, tBgB, tBsB, b_mcast_mask)
-                if cutlass.const_expr(self.stream_k):
+                if cutlass.const_expr(self.walk):
                     prod = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, stages)
                     unit = program
                     while unit < units:
-                        tile_m, tile_n, k_lo, k_hi, _slot = self._stream_k_unit(unit, *sk_shape)
+                        tile_m, tile_n, k_lo, k_hi, _slot = self._work_unit(unit, *sk_shape)
                         for kt in range(k_lo, k_hi):  # an empty segment loads nothing
                             self._load_k_tile(ab_pipe, prod, tma_ops, tile_m, tile_n, kt)
                             prod.advance()
@@ -1037,7 +1013,7 @@ class Gemm:
                 )
                 tRS_acc = epi.retile(acc)
 
-            if cutlass.const_expr(not self.stream_k):
+            if cutlass.const_expr(not self.walk):
                 sched = utils.StaticPersistentTileScheduler.create(
                     sched_params, cute.arch.block_idx(), cute.arch.grid_dim()
                 )
@@ -1051,10 +1027,10 @@ class Gemm:
                 prev_m = cutlass.Int32(0)
                 prev_n = cutlass.Int32(0)
                 tiles_done = cutlass.Int32(0)
-            if cutlass.const_expr(self.stream_k):
+            if cutlass.const_expr(self.walk):
                 unit = program
                 while unit < units:
-                    tile_m, tile_n, k_lo, k_hi, slot = self._stream_k_unit(unit, *sk_shape)
+                    tile_m, tile_n, k_lo, k_hi, slot = self._work_unit(unit, *sk_shape)
                     # An empty segment: nothing was loaded, so nothing to wait for or release.
                     if k_hi > k_lo:
                         # Mainloop as below, over the unit's k-tiles [k_lo, k_hi).
@@ -1081,9 +1057,12 @@ class Gemm:
                                 rD_tile.store(acc.load().to(self.dtype))
                                 prev_m, prev_n = tile_m, tile_n
                                 tiles_done = cutlass.Int32(1)
-                            else:
+                            elif cutlass.const_expr(self.tma_epi):
                                 epi.store(tRS_acc, tile_m, tile_n, warp_idx)
-                        else:  # a tail segment: the reduce adds its fp32 partial to the others'
+                            else:  # the grouped walk without a TMA store (N % 8 != 0)
+                                store_direct(thr_mma, acc, mD, tile_mn, tile_m, tile_n, self.dtype)
+                        elif cutlass.const_expr(self.stream_k):
+                            # A tail segment: the reduce adds its fp32 partial to the others'.
                             store_partial(thr_mma, acc, mW, tile_mn, slot * self.cluster_m + rank_m)
                     unit += self.programs
             else:
