@@ -5,6 +5,8 @@ that every figure and table agrees:
 
 * **latest run wins** per (kernel, config, problem), except that a check-only record (status ok,
   no timing) never replaces a timed one: re-checking correctness must not erase a measurement;
+  a held-out suite's panels fold only the runs that ran that suite (:func:`sweep_table`), so a
+  later run of one of its shapes (a tune on spent shapes) leaves its evaluation as measured;
 * a backend's **final kernel** is its highest-rung kernel with timed records;
 * where a (kernel, problem) has several configs, figures and headline tables use the record the
   kernel would run by itself (:meth:`Dataset.pick`): ``selected`` is True, or the kernel has no
@@ -587,14 +589,16 @@ def sweep_table(ds: Dataset, suite: str = "sweep") -> list[SweepPanel]:
     unsupported (a check-only record adds no shape), in :func:`sweep_order`, the same for every
     backend so that the panels line up. Each record is :meth:`Dataset.pick`'s, its % of cuBLAS
     :meth:`Dataset.pct_of_cublas`'s (cuBLAS of the record's own run). A held-out suite's
-    panels take only the records of runs that ran it (:func:`_ran`)."""
+    panels are folded from the runs that ran it alone (:func:`_ran`): a later run of one of
+    its shapes (a tune on spent shapes, another seed's run that drew it) neither replaces the
+    suite's record nor drops the shape from the suite's panel."""
+    if suite != "sweep":
+        ds = build_dataset(d for d in ds.documents if _ran(d, suite))
     shapes = frozenset(suite_shapes(suite))
     recs = [
         r
         for r in ds.bench
-        if r.rung in SWEEP_RUNGS
-        and (r.problem.m, r.problem.n, r.problem.k) in shapes
-        and (suite == "sweep" or _ran(ds.run_of(r), suite))
+        if r.rung in SWEEP_RUNGS and (r.problem.m, r.problem.n, r.problem.k) in shapes
     ]
     dtypes = sorted(
         {r.problem.dtype for r in recs},

@@ -8,15 +8,16 @@
    every store is masked), so results stay correct while the work grows: seen on an H200 with
    rung 8's swap-AB, where N is cdiv(M, tile_n) = 1 tile padded to 8, at 13-23 % of cuBLAS
    (8x the work). Not reported upstream yet. Worked around in rung 8: swap-AB and split-K
-   configs run ungrouped (no padding), and grouped configs step over padded units with
-   :func:`padded_unit`. Skipped units still hold their place in the static round-robin, so
-   where the padded count needs one more round of the persistent grid than the real tiles,
-   some CTAs run one more real tile: 668x5120x14336 with 128x256 (6 x 20 cluster tiles padded
-   to 6 x 24 = 144 units on 132 SMs) ran 345 TFLOPS grouped, 536 ungrouped (H200); rung 8's
-   heuristic runs such a tile ungrouped (``r8_shape_adaptive._group_for``). Rungs 4-7 use the
-   same scheduler with a group of 8 and are left as they were measured (no padding on the
-   square and K-sweep shapes; 1.2-2x the units on ragged ones such as 4095x4097, which are
-   checked, not timed).
+   configs run ungrouped (no padding), and the grouped persistent configs walk their tiles
+   themselves (``r8_shape_adaptive.grouped_tile``, whose last band is as tall as the rows
+   left: nothing padded). The raster-n and non-persistent variants keep the scheduler and step
+   over padded units with :func:`padded_unit`; skipped units still hold their place in the
+   static round-robin, so where the padded count needs one more round of the persistent grid
+   than the real tiles, some CTAs run one more real tile: 668x5120x14336 with 128x256 (6 x 20
+   cluster tiles padded to 6 x 24 = 144 units on 132 SMs) ran 345 TFLOPS grouped, 536
+   ungrouped (H200). Rungs 4-7 use the same scheduler with a group of 8 and are left as they
+   were measured (no padding on the square and K-sweep shapes; 1.2-2x the units on ragged
+   ones such as 4095x4097, which are checked, not timed).
 
 2. **``cute.slice_`` aborts on a ring whose rows are an odd number of 8-row swizzle groups.**
    Slicing one stage out of a staged 128-byte-swizzled K-major layout of 16-bit elements,

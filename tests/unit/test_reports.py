@@ -36,6 +36,7 @@ from reports.data import (
     chain_table,
     load_dataset,
     pct_table,
+    sweep_order,
     sweep_table,
     tflops_range,
 )
@@ -54,6 +55,7 @@ require_module("matplotlib", "the report renders figures")
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures"
 ALPHA7 = "alpha/sm90/r7_multi_consumer"
+R8 = "gamma/sm90/r8_shape_adaptive"
 P4096 = Problem(4096, 4096, 4096)
 P2048 = Problem(2048, 2048, 2048)
 FIGS = tuple(spec.file for spec in FIGURES)
@@ -578,6 +580,36 @@ def test_a_held_out_panel_shows_only_the_runs_of_its_seed(tmp_path: Path) -> Non
     assert [p.backend for p in sweep_table(ds, held)] == ["gamma"]
     md = "\n".join(sweep_lines(ds))
     assert f"**gamma** (held out, `{held}`" in md and "**delta**" not in md
+
+
+def test_a_later_run_of_a_held_out_shape_leaves_the_suite_panel_as_measured(
+    tmp_path: Path,
+) -> None:
+    """A tune run after the evaluation that re-times a held-out shape with the kernel's own
+    config (latest-run-wins for every other view) neither replaces the suite run's record nor
+    drops the shape from the held-out panel: its geomean and worst stay the evaluation's."""
+    held = "random:9:3"
+    shapes = [Problem(*s) for s in suite_shapes(held)]
+    ev = ResultsWriter(tmp_path / "a.json", "bench", {"gpu": "x", "run": {"suites": [held]}})
+    for i, p in enumerate(shapes):
+        ev.add(bench_record("cublas", 0, p, 0.1))
+        ev.add(bench_record("gamma", 8, p, 0.1 * 100 / (80 + 10 * i), config="t", selected=True))
+    ev.finish()
+    tune = ResultsWriter(
+        tmp_path / "b.json", "bench", {"gpu": "x", "run": {"suites": [shapes[0].key]}}
+    )
+    tune.add(bench_record("cublas", 0, shapes[0], 0.1))
+    tune.add(bench_record("gamma", 8, shapes[0], 0.1, config="t", selected=True))
+    tune.add(bench_record("gamma", 8, shapes[0], 0.09, config="u", selected=False))
+    tune.finish()
+    ds = load_dataset([tmp_path / "a.json", tmp_path / "b.json"])
+    # every other view takes the latest run's record
+    assert ds.pct_of_cublas(ds.pick(R8, shapes[0])) == pytest.approx(100.0)
+    (panel,) = sweep_table(ds, held)
+    assert [row.problem for row in panel.rows] == sorted(shapes, key=sweep_order)
+    (stat,) = panel.stats.values()
+    assert stat.worst == pytest.approx(80.0) and stat.worst_problem == shapes[0]
+    assert stat.shapes == 3
 
 
 def test_the_sweep_figure_draws_the_latest_held_out_suites(tmp_path: Path) -> None:
