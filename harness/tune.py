@@ -10,6 +10,7 @@ tuned_table_path`), replacing that kernel's earlier entry for the same problem.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections import defaultdict
 from collections.abc import Callable, Iterable
@@ -18,7 +19,7 @@ from pathlib import Path
 
 from harness.configs import TunedEntry, TunedTable, tuned_table_path
 from harness.gemm import Problem
-from harness.problems import TUNING_SEEDS, held_out
+from harness.problems import TUNING_SEEDS, held_out, suite_shapes
 from harness.protocol import KernelSpec
 from harness.records import BenchRecord
 from harness.results import Document
@@ -34,8 +35,13 @@ def held_out_suites(doc: Document) -> list[str]:
 
 def tuning_docs(docs: Iterable[Document], warn: Callable[[str], None]) -> list[Document]:
     """``docs`` without those that ran a held-out suite: their timings are evaluation data,
-    never tuning data (tuned tables, cost-model fits). Each one left out is named through
-    ``warn``; ValueError when nothing is left."""
+    never tuning data (tuned tables, cost-model fits). Nor, in the documents kept, the bench
+    records of a shape one of those held-out suites holds (a diagnostic ``--tune`` of spent
+    evaluation shapes, run by name): an evaluated shape stays out of every fit. Each document
+    left out, and each document's records, are named through ``warn``; ValueError when nothing
+    is left."""
+    docs = list(docs)
+    evaluated: set[tuple[int, int, int]] = set()
     kept, dropped = [], []
     for doc in docs:
         suites = held_out_suites(doc)
@@ -44,6 +50,7 @@ def tuning_docs(docs: Iterable[Document], warn: Callable[[str], None]) -> list[D
                 f"{doc.source or 'a results document'} ran the held-out suite {suites[0]}"
             )
             warn(f"skipped {dropped[-1]}: evaluation data never tunes")
+            evaluated.update(s for name in suites for s in suite_shapes(name))
         else:
             kept.append(doc)
     if not kept and dropped:
@@ -51,7 +58,30 @@ def tuning_docs(docs: Iterable[Document], warn: Callable[[str], None]) -> list[D
             f"no tuning data: {dropped[0]} (tune on sweep, square, ksweep, llm or "
             f"random:<seed in {sorted(TUNING_SEEDS)}>)"
         )
-    return kept
+    out = []
+    for doc in kept:
+        spent = {
+            r.problem.key for r in doc.bench if (r.problem.m, r.problem.n, r.problem.k) in evaluated
+        }
+        if spent:
+            warn(
+                f"skipped the records of {len(spent)} evaluated shape(s) in "
+                f"{doc.source or 'a results document'} ({', '.join(sorted(spent))}): "
+                "evaluation shapes never tune"
+            )
+            doc = dataclasses.replace(
+                doc,
+                records=tuple(
+                    r
+                    for r in doc.records
+                    if not (
+                        isinstance(r, BenchRecord)
+                        and (r.problem.m, r.problem.n, r.problem.k) in evaluated
+                    )
+                ),
+            )
+        out.append(doc)
+    return out
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from records import bench_record
 
 from harness.gemm import Problem
 from harness.problems import (
@@ -129,6 +130,26 @@ def test_tuning_leaves_held_out_data_out() -> None:
     ]
     with pytest.raises(ValueError, match=r"no tuning data: runs/x\.json ran the held-out"):
         tuning_docs([held], warned.append)
+
+
+def test_tuning_leaves_evaluated_shapes_out_of_kept_runs() -> None:
+    """A run that timed shapes by name is tuning data, except the shapes a held-out suite
+    among the loaded runs holds: a diagnostic tune of spent evaluation shapes never enters a
+    fit or a table. The other records of that run stay."""
+    spent = Problem(*suite_shapes("random:7:4")[0])
+    fresh = Problem(4096, 4096, 4096)
+    recs = tuple(bench_record("gamma", 8, p, 0.1, config="t") for p in (spent, fresh))
+    named = Document("bench", _doc([spent.key, fresh.key]).environment, recs, source="t.json")
+    warned: list[str] = []
+    (kept,) = tuning_docs([_doc(["random:7:4"]), named], warned.append)
+    assert [r.problem for r in kept.bench] == [fresh]
+    assert warned[-1] == (
+        f"skipped the records of 1 evaluated shape(s) in t.json ({spent.key}): "
+        "evaluation shapes never tune"
+    )
+    # without the evaluation run loaded, nothing marks the shape as spent
+    (alone,) = tuning_docs([named], warned.append)
+    assert len(alone.bench) == 2
 
 
 @pytest.mark.parametrize(
