@@ -40,7 +40,6 @@ def tuning_docs(docs: Iterable[Document], warn: Callable[[str], None]) -> list[D
     evaluation shapes, run by name): an evaluated shape stays out of every fit. Each document
     left out, and each document's records, are named through ``warn``; ValueError when nothing
     is left."""
-    docs = list(docs)
     evaluated: set[tuple[int, int, int]] = set()
     kept, dropped = [], []
     for doc in docs:
@@ -58,28 +57,20 @@ def tuning_docs(docs: Iterable[Document], warn: Callable[[str], None]) -> list[D
             f"no tuning data: {dropped[0]} (tune on sweep, square, ksweep, llm or "
             f"random:<seed in {sorted(TUNING_SEEDS)}>)"
         )
+
+    def spent(r: object) -> bool:
+        return isinstance(r, BenchRecord) and (r.problem.m, r.problem.n, r.problem.k) in evaluated
+
     out = []
     for doc in kept:
-        spent = {
-            r.problem.key for r in doc.bench if (r.problem.m, r.problem.n, r.problem.k) in evaluated
-        }
-        if spent:
+        keys = sorted({r.problem.key for r in doc.bench if spent(r)})
+        if keys:
             warn(
-                f"skipped the records of {len(spent)} evaluated shape(s) in "
-                f"{doc.source or 'a results document'} ({', '.join(sorted(spent))}): "
+                f"skipped the records of {len(keys)} evaluated shape(s) in "
+                f"{doc.source or 'a results document'} ({', '.join(keys)}): "
                 "evaluation shapes never tune"
             )
-            doc = dataclasses.replace(
-                doc,
-                records=tuple(
-                    r
-                    for r in doc.records
-                    if not (
-                        isinstance(r, BenchRecord)
-                        and (r.problem.m, r.problem.n, r.problem.k) in evaluated
-                    )
-                ),
-            )
+            doc = dataclasses.replace(doc, records=tuple(r for r in doc.records if not spent(r)))
         out.append(doc)
     return out
 
