@@ -299,7 +299,6 @@ R8_PATHS = {
         (_DIRECT, _MULTICAST),
         1,
     ),
-    # a group whose padding would add a round of tiles: the same tile, ungrouped
     # the grouped walk (no scheduler) on a count that CUTLASS's group would pad (6 x 20 tiles)
     "grouped_walk_128x256": (
         Problem(668, 5120, 14336, "fp16"),
@@ -599,21 +598,18 @@ def test_r8_grouped_picks_walk_every_tile_once_without_padding() -> None:
         (Problem(3018, 5120, 13824), r8.R8Config(128, 256, 2)),
         (Problem(1553, 3584, 3584), r8.R8Config(128, 128, 1)),
     ):
-        rows, cols = config.oriented(problem)
-        tiles_m = cdiv(cdiv(rows, config.tile_m), config.cluster)
-        tiles_n = cdiv(cols, config.tile_n)
+        tiles = config.tiles(problem)  # cluster tiles
+        tiles_n = cdiv(config.oriented(problem)[1], config.tile_n)
+        tiles_m = tiles // tiles_n
         programs = HOPPER.num_sms // config.cluster
         walked = [
-            [
-                r8.grouped_tile(u, tiles_m, tiles_n, config.group)
-                for u in range(p, tiles_m * tiles_n, programs)
-            ]
+            [r8.grouped_tile(u, tiles_m, tiles_n, config.group) for u in range(p, tiles, programs)]
             for p in range(programs)
         ]
         order = sorted(t for units in walked for t in units)
         assert order == [(i, j) for i in range(tiles_m) for j in range(tiles_n)], problem.key
         busiest = max(len(units) for units in walked)
-        assert busiest == cdiv(tiles_m * tiles_n, programs), problem.key
+        assert busiest == cdiv(tiles, programs), problem.key
     for problem in [*_sweep(), Problem(1143, 5120, 4096), Problem(13236, 5120, 14336)]:
         pick = r8.KERNEL.select(problem)
         if pick.swap_ab or pick.split_k > 1 or pick.stream_k:

@@ -550,9 +550,7 @@ class Gemm:
         # for it (the ungrouped order streams A from DRAM once per wave; README, fourteenth
         # version). Raster n and non-persistent variants keep the scheduler, stepping over its
         # padded units (``_workarounds.padded_unit``).
-        self.grouped_walk = (
-            self.l2_group > 1 and config.persistent and config.raster == "m" and not self.swap
-        )
+        self.grouped_walk = self.l2_group > 1 and config.persistent and config.raster == "m"
         self.walk = self.stream_k or self.grouped_walk
         # ``raster`` names D's side walked first (``GemmConfig``). Swapped, D's M is the
         # kernel's column side: raster m walks the (at most 8) column tiles of one row tile
