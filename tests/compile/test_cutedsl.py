@@ -238,7 +238,7 @@ R8_PATHS = {
     # mid-size M: a wide swapped tile (M on the wgmma N side, 176 of it) in a multicast pair
     "swap_wide_cluster2": (
         Problem(338, 8192, 8192, "fp16"),
-        "",
+        "cluster=2",
         ("wgmma.mma_async.sync.aligned.m64n176k16", _TMA_LOAD, _MULTICAST, _TMA_STORE, _ST_T4),
         (_DIRECT,),
         1,
@@ -246,7 +246,7 @@ R8_PATHS = {
     # ... its direct-store twin (the swapped tiles' epilogue before the eleventh version)
     "swap_wide_direct": (
         Problem(338, 8192, 8192, "fp16"),
-        "epilogue=direct",
+        "cluster=2,epilogue=direct",
         ("wgmma.mma_async.sync.aligned.m64n176k16", _TMA_LOAD, _MULTICAST, _DIRECT),
         (_TMA_STORE, _ST_T4),
         1,
@@ -262,7 +262,7 @@ R8_PATHS = {
     # widths that are multiples of 8, not 16 (the wgmma N step): M = 667 as 4 x 168, in pairs
     "swap_wide_n168_cluster2": (
         Problem(667, 4096, 14336, "fp16"),
-        "",
+        "cluster=2",
         ("wgmma.mma_async.sync.aligned.m64n168k16", _TMA_LOAD, _MULTICAST, _TMA_STORE, _ST_T2),
         (_DIRECT,),
         1,
@@ -347,6 +347,14 @@ R8_PATHS = {
         "tile_m=128,tile_n=160,cluster=2,swap_ab=0,group=8",
         ("wgmma.mma_async.sync.aligned.m64n160k16", _TMA_STORE, _MULTICAST),
         (),
+        1,
+    ),
+    # The heuristic's own pick there (fifteenth version): one CTA, launched without a cluster.
+    "tile_128x160_one_cta": (
+        Problem(633, 36864, 4608, "fp16"),
+        "",
+        ("wgmma.mma_async.sync.aligned.m64n160k16", _TMA_LOAD, _TMA_STORE),
+        (_MULTICAST,),
         1,
     ),
     "tile_64x160_split2": (

@@ -349,13 +349,15 @@ def _valid(problem: Problem, config: R8Config) -> str | None:
 
 #: The clusters the heuristic may pick per tile (any other tile: cluster 1), stream-K or not.
 #: Cluster 2 where its halved B traffic matters (the Gluon rung 8's menu rule; 128x160 and
-#: 128x192 are CuTeDSL's); 160 columns only with cluster 2, as one CTA they measured slower
-#: than the model predicts (backend README). Every menu entry stays available to ``bench
+#: 128x192 are CuTeDSL's). 128x160 was pair-only while one-CTA configs launched as 1x1x1
+#: clusters, which measured slower than the model predicts; launched plainly (thirteenth
+#: version) the one-CTA 128x160 is the fastest timed config at mid-M shapes its pair cannot
+#: fill (backend README, "Fifteenth version"). Every menu entry stays available to ``bench
 #: --tune``.
 HEURISTIC_CLUSTERS: dict[tuple[int, int], tuple[int, ...]] = {
     (128, 256): (1, 2),
     (128, 192): (1, 2),
-    (128, 160): (2,),
+    (128, 160): (1, 2),
     (128, 128): (1, 2),
     (64, 160): (),
 }
@@ -412,7 +414,11 @@ def _variant(problem: Problem, c: R8Config) -> bool:
 #: ``tune-r8-ceiling-*`` (ninth version, tenth session) are in no fit: refits that included them
 #: scored worse left one run out (README, "Tenth session"); nor is ``tune-r8-swapepi-*``
 #: (eleventh version): an A/B of epilogues, which the model does not price. A tile no run timed
-#: takes its neighbours' efficiency (``TileCostModel.tile_efficiency``).
+#: takes its neighbours' efficiency (``TileCostModel.tile_efficiency``). ``swap_cluster2_gain``
+#: alone is fitted on the timings of one-CTA configs launched plainly (thirteenth version on):
+#: ``fit-cost ... --only cluster2_gain --only swap_cluster2_gain`` on
+#: ``h100/tune-r8-retime101-*`` and the unevaluated shapes of ``tune-r8-midm-*`` on both GPUs
+#: (README, "Fifteenth version").
 COST = HOPPER.with_params(
     {
         "hbm_bytes_per_s": 6.661e12,
@@ -424,6 +430,7 @@ COST = HOPPER.with_params(
         "overlap_loss": 0.4307,
         "cluster2_gain": 1.016,
         "swap_gain": 0.9845,
+        "swap_cluster2_gain": 0.954,
         "idle_boost": 0.6624,
         "eff:64x16": 0.1763,
         "eff:64x32": 0.2603,
