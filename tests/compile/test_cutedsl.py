@@ -17,6 +17,7 @@ from compile_checks import assert_listing_imports_no_dsl
 from expectations import require_dsl, require_tool
 
 from backends.cutedsl import kernels
+from harness.problems import expand
 from harness.protocol import Problem, Rung, cdiv
 from harness.tile_cost import HOPPER, swap_fits
 from harness.toolchain import find_ptxas, run_ptxas
@@ -349,7 +350,8 @@ R8_PATHS = {
         (),
         1,
     ),
-    # The heuristic's own pick there (fifteenth version): one CTA, launched without a cluster.
+    # 128x160 on one CTA, launched without a cluster: the heuristic's pick at 633x36864x4608
+    # (fifteenth version)
     "tile_128x160_one_cta": (
         Problem(633, 36864, 4608, "fp16"),
         "",
@@ -493,6 +495,17 @@ def test_r8_one_cta_configs_launch_without_a_cluster() -> None:
         gemm = r8.Gemm(HOPPER.num_sms, True, config)
         want = None if config.cluster == 1 else [config.cluster, 1, 1]
         assert gemm.launch_cluster == want, config.name
+
+
+def test_r8_heuristic_runs_128x160_on_one_cta_unsplit_only() -> None:
+    """128x160 on one CTA is a heuristic pick since the fifteenth version (it launches plainly
+    now), never split: split 2 ran 68-77 % of cuBLAS where timed, far under the model's
+    estimate. Over the tuning seeds and ``sweep`` some pick runs it, none splits it."""
+    r8 = _r8()
+    picks = [r8._heuristic(p) for p in expand(["random:101", "random:102", "random:103", "sweep"])]
+    tile160 = [c for c in picks if (c.tile_m, c.tile_n, c.swap_ab) == (128, 160, False)]
+    assert any(c.cluster == 1 and c.split_k == 1 for c in tile160), "no one-CTA 128x160 pick"
+    assert not [c.name for c in tile160 if c.cluster == 1 and c.split_k > 1]
 
 
 def test_r8_non_persistent_runs_the_scheduler_on_every_unit() -> None:

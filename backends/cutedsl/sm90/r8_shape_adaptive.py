@@ -352,8 +352,8 @@ def _valid(problem: Problem, config: R8Config) -> str | None:
 #: 128x192 are CuTeDSL's). 128x160 was pair-only while one-CTA configs launched as 1x1x1
 #: clusters, which measured slower than the model predicts; launched plainly (thirteenth
 #: version) the one-CTA 128x160 is the fastest timed config at mid-M shapes its pair cannot
-#: fill (backend README, "Fifteenth version"). Every menu entry stays available to ``bench
-#: --tune``.
+#: fill, though never split (``_heuristic_clusters``; backend README, "Fifteenth version").
+#: Every menu entry stays available to ``bench --tune``.
 HEURISTIC_CLUSTERS: dict[tuple[int, int], tuple[int, ...]] = {
     (128, 256): (1, 2),
     (128, 192): (1, 2),
@@ -367,10 +367,9 @@ def _heuristic_clusters(c: R8Config) -> tuple[int, ...]:
     """The clusters the heuristic may pick for ``c``'s tile: a 128- or 256-row wide swapped
     tile either (its pair shares the M-side operand), a 64-row one only alone (the pair ran slower
     at 7 of 9 tuning shapes, e.g. 140x5120x4096 64x144: 95.9 % of cuBLAS alone, 88.4 % as a
-    pair), the others per ``HEURISTIC_CLUSTERS``; none for a K split of 128x160, which ran far
-    under the model's estimate wherever it was timed (H100: 128x10240x8192 split 2, 77 % of
-    cuBLAS against 94.5 % for the swapped 128x128 pair; 123x37888x3584, 68 % against 99 % for
-    128x160 unsplit)."""
+    pair), the others per ``HEURISTIC_CLUSTERS``; none for a K split of 128x160, which ran at
+    68-77 % of cuBLAS wherever it was timed, far under the model's estimate (README,
+    "Fifteenth version")."""
     if c.wide_swap:
         return (1, 2) if c.tile_m >= 128 else (1,)
     if (c.tile_m, c.tile_n) == (128, 160) and c.split_k > 1:
