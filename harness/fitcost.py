@@ -4,8 +4,10 @@ Reads ``bench --tune`` results (tuning suites only: the CLI refuses held-out one
 timed rung-8 record into a :class:`harness.tile_cost.Sample`, cross-validates the fit (k folds
 by problem: a problem's configs are never split between fit and test) and fits on everything.
 The report gives the current constants' error, the selection's ceiling (:func:`ceiling`: the
-fastest timed config against cuBLAS, per M band), the out-of-fold error and choice regret, and
-the fitted constants to paste into ``harness.tile_cost.HOPPER``.
+fastest timed config against cuBLAS, per M band), what each run's own choice cost against the
+fastest config it timed (:func:`own_choice`: the heuristic with its rules, as it stood when the
+run ran, where the model's "first choice" ranks every timed config), the out-of-fold error and
+choice regret, and the fitted constants to paste into ``harness.tile_cost.HOPPER``.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from harness.tile_cost import (
     named,
 )
 
-__all__ = ["ceiling", "report", "samples"]
+__all__ = ["ceiling", "own_choice", "report", "samples"]
 
 _FIELDS = tuple(f.name for f in dataclasses.fields(GemmConfig))
 #: Records written before the shared vocabulary (Gluon's rung 8 named the tile block_m x
@@ -56,7 +58,7 @@ def samples(docs: Iterable[Document], backends: Sequence[str] | None = None) -> 
         key = (gpu, rec.problem, config)
         if key not in best or seconds < best[key].seconds:
             best[key] = Sample(
-                rec.problem, config, seconds, f"{gpu}@{doc.source}:{rec.kernel}", doc.source
+                rec.problem, config, seconds, f"{gpu}@{doc.source}:{rec.kernel}", doc.source, gpu
             )
     return list(best.values())
 
@@ -112,6 +114,43 @@ def ceiling(
     return lines
 
 
+def own_choice(docs: Iterable[Document], backends: Sequence[str] | None = None) -> list[str]:
+    """What the kernels' own choices cost in the tuning runs: per (GPU, run, kernel, problem),
+    the record the run marked as the kernel's choice against the fastest config the same run
+    timed, as a mean per GPU and M band with the worst problem. It is the heuristic as it stood
+    when each run ran (its rules included: swap covers, clusters a tile may pick), which the
+    model's "first choice" over every timed config is not; a run that did not time the
+    kernel's choice adds nothing."""
+    fastest: dict[tuple[str, str, str, Problem], float] = {}
+    chosen: dict[tuple[str, str, str, Problem], float] = {}
+    for gpu, doc, rec in _timed_rung8(docs, backends):
+        key = (gpu, doc.source, rec.kernel, rec.problem)
+        ms = rec.median_ms or 0.0
+        fastest[key] = min(fastest.get(key, ms), ms)
+        if rec.selected:
+            chosen[key] = ms
+    lines = []
+    for gpu in sorted({k[0] for k in chosen}):
+        regret = {
+            k[3]: chosen[k] / fastest[k] - 1.0 for k in chosen if k[0] == gpu and fastest[k] > 0
+        }
+        if not regret:
+            continue
+        worst = max(regret, key=regret.__getitem__)
+        parts = []
+        for lo, hi in M_BANDS:
+            band = [r for p, r in regret.items() if lo <= p.m and (hi is None or p.m <= hi)]
+            if band:
+                name = f"M {lo}-{hi}" if hi else f"M > {lo - 1}"
+                parts.append(f"{name} {100 * statistics.mean(band):.1f} % ({len(band)})")
+        lines.append(
+            f"own choice on {gpu} (each run's heuristic against the fastest config it timed): "
+            f"{100 * statistics.mean(regret.values()):.1f} % slower (mean, {len(regret)} "
+            f"problems), {100 * regret[worst]:.1f} % worst ({worst.key}); " + "; ".join(parts)
+        )
+    return lines
+
+
 def report(
     docs: Sequence[Document],
     backends: Sequence[str] | None = None,
@@ -137,6 +176,7 @@ def report(
     errors, regrets = evaluate(base, data)
     lines.append(_line("current constants, in sample", errors, [r for _, r in regrets]))
     lines += ceiling(docs, backends)
+    lines += own_choice(docs, backends)
     kw = dict(rounds=rounds, only=only, min_problems=min_problems)
     cv = cross_validate(data, base, folds=folds, **kw)
     lines.append(

@@ -547,14 +547,22 @@ class Sample:
     source: str = ""
     #: The tuning run (results file) the timing came from: the unit of leave-one-run-out.
     run: str = ""
+    #: The GPU that timed it: a problem timed on two GPUs is two problems to the loss and the
+    #: regret (a config's time on one GPU is never compared with another's on the other).
+    gpu: str = ""
+
+    @property
+    def timed_problem(self) -> tuple[str, Problem]:
+        """(GPU, problem): the group whose configs the model ranks against each other."""
+        return self.gpu, self.problem
 
 
 def _loss(model: TileCostModel, samples: Sequence[Sample], block_k: int) -> float:
-    """Mean squared log error, each problem's samples weighed together as one problem."""
-    by_problem: dict[Problem, list[float]] = {}
+    """Mean squared log error, each problem's samples on one GPU weighed together as one."""
+    by_problem: dict[tuple[str, Problem], list[float]] = {}
     for s in samples:
         err = math.log(model.seconds(s.problem, s.config, block_k) / s.seconds)
-        by_problem.setdefault(s.problem, []).append(err * err)
+        by_problem.setdefault(s.timed_problem, []).append(err * err)
     return sum(sum(v) / len(v) for v in by_problem.values()) / max(1, len(by_problem))
 
 
@@ -640,15 +648,16 @@ class FoldReport:
 def evaluate(
     model: TileCostModel, samples: Sequence[Sample], block_k: int = 64
 ) -> tuple[list[float], list[tuple[Problem, float]]]:
-    """(|log error| per sample, (problem, regret) per problem with >= 2 timed configs)."""
+    """(|log error| per sample, (problem, regret) per problem and GPU with >= 2 timed
+    configs)."""
     errors = [
         abs(math.log(model.seconds(s.problem, s.config, block_k) / s.seconds)) for s in samples
     ]
-    by_problem: dict[Problem, list[Sample]] = {}
+    by_problem: dict[tuple[str, Problem], list[Sample]] = {}
     for s in samples:
-        by_problem.setdefault(s.problem, []).append(s)
+        by_problem.setdefault(s.timed_problem, []).append(s)
     regrets = []
-    for problem, group in sorted(by_problem.items()):
+    for (_, problem), group in sorted(by_problem.items()):
         if len(group) < 2:
             continue
         pick = min(group, key=lambda s: model.seconds(problem, s.config, block_k))

@@ -1,4 +1,5 @@
-"""``harness.fitcost.ceiling``: what a perfect choice among the timed configs reaches."""
+"""``harness.fitcost.ceiling``: what a perfect choice among the timed configs reaches;
+``harness.fitcost.own_choice``: what the kernels' own choices cost in their tuning runs."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import math
 
 import pytest
 
-from harness.fitcost import ceiling
+from harness.fitcost import ceiling, own_choice
 from harness.gemm import Problem
 from harness.protocol import KernelSpec, Rung
 from harness.records import BenchRecord, Stats, Status
@@ -27,8 +28,18 @@ def _rec(spec: KernelSpec, m: int, pct: float | None, ok: bool = True) -> BenchR
     )
 
 
-def _doc(*records: BenchRecord, gpu: str = "NVIDIA H200") -> Document:
-    return Document("bench", {"gpu": gpu}, records, "2026-11-26T00:00:00", source="runs/t.json")
+def _doc(*records: BenchRecord, gpu: str = "NVIDIA H200", source: str = "runs/t.json") -> Document:
+    return Document("bench", {"gpu": gpu}, records, "2026-11-26T00:00:00", source=source)
+
+
+def _timed(m: int, ms: float, selected: bool | None = None, spec: KernelSpec = R8) -> BenchRecord:
+    return BenchRecord(
+        **BenchRecord.identity(spec),
+        problem=Problem(m, 4096, 4096),
+        status=Status.OK,
+        timing=Stats(n=100, median_ms=ms, p20_ms=ms, p80_ms=ms, mean_ms=ms, min_ms=ms, cv=0.0),
+        selected=selected,
+    )
 
 
 def test_the_ceiling_is_the_fastest_timed_config_per_problem_across_runs() -> None:
@@ -58,3 +69,34 @@ def test_the_ceiling_is_per_gpu_and_per_backend() -> None:
 @pytest.mark.parametrize("pct", [0.0, None])
 def test_a_record_without_a_ratio_adds_nothing(pct: float | None) -> None:
     assert ceiling([_doc(_rec(R8, 64, pct))]) == []
+
+
+def test_own_choice_is_each_runs_pick_against_the_fastest_config_that_run_timed() -> None:
+    """Per run and problem: the selected record over the fastest; a run that did not time its
+    own choice adds nothing, nor does another run's faster timing of the same problem."""
+    first = _doc(
+        _timed(16, 1.25, selected=True),
+        _timed(16, 1.0),
+        _timed(300, 2.0, selected=True),
+        _timed(300, 2.5),
+        _timed(5000, 3.0),  # no own choice timed: left out
+        _timed(300, 2.0, spec=R7, selected=True),
+        _timed(300, 1.0, spec=R7),  # not rung 8
+    )
+    second = _doc(_timed(300, 0.5), source="runs/u.json")
+    (line,) = own_choice([first, second])
+    assert line.startswith("own choice on NVIDIA H200")
+    assert "12.5 % slower (mean, 2 problems), 25.0 % worst (16x4096x4096-fp16)" in line
+    assert "M 1-64 25.0 % (1); M 257-1024 0.0 % (1)" in line
+    assert "M > 4096" not in line
+
+
+def test_own_choice_is_per_gpu_and_per_backend() -> None:
+    h100 = _doc(_timed(64, 1.1, selected=True), _timed(64, 1.0), gpu="NVIDIA H100 80GB HBM3")
+    lines = own_choice([_doc(_timed(64, 1.0, selected=True)), h100])
+    assert [line.split(" (")[0] for line in lines] == [
+        "own choice on NVIDIA H100 80GB HBM3",
+        "own choice on NVIDIA H200",
+    ]
+    assert "10.0 % slower" in lines[0] and "0.0 % slower" in lines[1]
+    assert own_choice([h100], backends=["cutedsl"]) == []

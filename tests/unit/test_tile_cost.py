@@ -418,3 +418,20 @@ def test_leave_one_run_out_holds_out_whole_runs(monkeypatch: pytest.MonkeyPatch)
     b = {s.problem for s in base} - a
     assert trained == [b, a]  # fold "a-grid" fits on b's problems only, then the reverse
     assert {p for p, _ in report.regrets} == a | b and len(report.regrets) == len(a | b)
+
+
+def test_regret_compares_configs_timed_on_one_gpu_only() -> None:
+    """A problem timed on two GPUs is two problems: the model's first choice on the slower GPU
+    is measured against that GPU's fastest config, never the other GPU's (grouped by problem
+    alone, the H100's pick here would read 200 % over the H200's best)."""
+    p = Problem(300, 8192, 8192)
+    fast, slow = GemmConfig(128, 256, 2), GemmConfig(64, 64, 1)
+    assert HOPPER.seconds(p, fast) < HOPPER.seconds(p, slow)
+    data = [
+        Sample(p, fast, 3.0, gpu="H100"),
+        Sample(p, slow, 4.0, gpu="H100"),
+        Sample(p, fast, 1.0, gpu="H200"),
+        Sample(p, slow, 2.0, gpu="H200"),
+    ]
+    _, regrets = evaluate(HOPPER, data)
+    assert regrets == [(p, 0.0), (p, 0.0)]
