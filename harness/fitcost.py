@@ -96,16 +96,11 @@ def ceiling(
     for gpu in sorted({g for g, _ in best}):
         parts = []
         for lo, hi in M_BANDS:
-            ratios = [
-                r
-                for (g, p), r in best.items()
-                if g == gpu and lo <= p.m and (hi is None or p.m <= hi)
-            ]
+            ratios = [r for (g, p), r in best.items() if g == gpu and _in_band(p, lo, hi)]
             if ratios:
-                band = f"M {lo}-{hi}" if hi else f"M > {lo - 1}"
                 mean = statistics.geometric_mean(ratios)
                 below = sum(r < floor for r in ratios)
-                parts.append(f"{band} {mean:.3f} ({len(ratios)}, {below} < {floor:.2f})")
+                parts.append(f"{_band(lo, hi)} {mean:.3f} ({len(ratios)}, {below} < {floor:.2f})")
         ratios = [r for (g, _), r in best.items() if g == gpu]
         lines.append(
             f"ceiling on {gpu} (fastest timed config / cuBLAS, same run): all "
@@ -131,24 +126,31 @@ def own_choice(docs: Iterable[Document], backends: Sequence[str] | None = None) 
             chosen[key] = ms
     lines = []
     for gpu in sorted({k[0] for k in chosen}):
-        regret = {
-            k[3]: chosen[k] / fastest[k] - 1.0 for k in chosen if k[0] == gpu and fastest[k] > 0
-        }
+        regret = [
+            (k[3], chosen[k] / fastest[k] - 1.0) for k in chosen if k[0] == gpu and fastest[k] > 0
+        ]
         if not regret:
             continue
-        worst = max(regret, key=regret.__getitem__)
+        worst = max(regret, key=lambda pr: pr[1])
         parts = []
         for lo, hi in M_BANDS:
-            band = [r for p, r in regret.items() if lo <= p.m and (hi is None or p.m <= hi)]
+            band = [r for p, r in regret if _in_band(p, lo, hi)]
             if band:
-                name = f"M {lo}-{hi}" if hi else f"M > {lo - 1}"
-                parts.append(f"{name} {100 * statistics.mean(band):.1f} % ({len(band)})")
+                parts.append(f"{_band(lo, hi)} {100 * statistics.mean(band):.1f} % ({len(band)})")
         lines.append(
             f"own choice on {gpu} (each run's heuristic against the fastest config it timed): "
-            f"{100 * statistics.mean(regret.values()):.1f} % slower (mean, {len(regret)} "
-            f"problems), {100 * regret[worst]:.1f} % worst ({worst.key}); " + "; ".join(parts)
+            f"{100 * statistics.mean(r for _, r in regret):.1f} % slower (mean, {len(regret)} "
+            f"choices), {100 * worst[1]:.1f} % worst ({worst[0].key}); " + "; ".join(parts)
         )
     return lines
+
+
+def _in_band(problem: Problem, lo: int, hi: int | None) -> bool:
+    return lo <= problem.m and (hi is None or problem.m <= hi)
+
+
+def _band(lo: int, hi: int | None) -> str:
+    return f"M {lo}-{hi}" if hi else f"M > {lo - 1}"
 
 
 def report(

@@ -73,7 +73,8 @@ def test_a_record_without_a_ratio_adds_nothing(pct: float | None) -> None:
 
 def test_own_choice_is_each_runs_pick_against_the_fastest_config_that_run_timed() -> None:
     """Per run and problem: the selected record over the fastest; a run that did not time its
-    own choice adds nothing, nor does another run's faster timing of the same problem."""
+    own choice adds nothing, nor does another run's faster timing of the same problem; a
+    problem two runs chose for counts twice."""
     first = _doc(
         _timed(16, 1.25, selected=True),
         _timed(16, 1.0),
@@ -86,9 +87,12 @@ def test_own_choice_is_each_runs_pick_against_the_fastest_config_that_run_timed(
     second = _doc(_timed(300, 0.5), source="runs/u.json")
     (line,) = own_choice([first, second])
     assert line.startswith("own choice on NVIDIA H200")
-    assert "12.5 % slower (mean, 2 problems), 25.0 % worst (16x4096x4096-fp16)" in line
+    assert "12.5 % slower (mean, 2 choices), 25.0 % worst (16x4096x4096-fp16)" in line
     assert "M 1-64 25.0 % (1); M 257-1024 0.0 % (1)" in line
     assert "M > 4096" not in line
+    third = _doc(_timed(16, 1.0, selected=True), _timed(16, 1.0), source="runs/v.json")
+    (line,) = own_choice([first, second, third])
+    assert "M 1-64 12.5 % (2)" in line
 
 
 def test_own_choice_is_per_gpu_and_per_backend() -> None:
