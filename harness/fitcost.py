@@ -94,13 +94,11 @@ def ceiling(
             best[key] = max(best.get(key, 0.0), rec.pct_of_cublas / 100)
     lines = []
     for gpu in sorted({g for g, _ in best}):
-        parts = []
-        for lo, hi in M_BANDS:
-            ratios = [r for (g, p), r in best.items() if g == gpu and _in_band(p, lo, hi)]
-            if ratios:
-                mean = statistics.geometric_mean(ratios)
-                below = sum(r < floor for r in ratios)
-                parts.append(f"{_band(lo, hi)} {mean:.3f} ({len(ratios)}, {below} < {floor:.2f})")
+        parts = [
+            f"{band} {statistics.geometric_mean(rs):.3f} ({len(rs)}, "
+            f"{sum(r < floor for r in rs)} < {floor:.2f})"
+            for band, rs in _by_band((p, r) for (g, p), r in best.items() if g == gpu)
+        ]
         ratios = [r for (g, _), r in best.items() if g == gpu]
         lines.append(
             f"ceiling on {gpu} (fastest timed config / cuBLAS, same run): all "
@@ -132,11 +130,9 @@ def own_choice(docs: Iterable[Document], backends: Sequence[str] | None = None) 
         if not regret:
             continue
         worst = max(regret, key=lambda pr: pr[1])
-        parts = []
-        for lo, hi in M_BANDS:
-            band = [r for p, r in regret if _in_band(p, lo, hi)]
-            if band:
-                parts.append(f"{_band(lo, hi)} {100 * statistics.mean(band):.1f} % ({len(band)})")
+        parts = [
+            f"{band} {100 * statistics.mean(rs):.1f} % ({len(rs)})" for band, rs in _by_band(regret)
+        ]
         lines.append(
             f"own choice on {gpu} (each run's heuristic against the fastest config it timed): "
             f"{100 * statistics.mean(r for _, r in regret):.1f} % slower (mean, {len(regret)} "
@@ -145,12 +141,13 @@ def own_choice(docs: Iterable[Document], backends: Sequence[str] | None = None) 
     return lines
 
 
-def _in_band(problem: Problem, lo: int, hi: int | None) -> bool:
-    return lo <= problem.m and (hi is None or problem.m <= hi)
-
-
-def _band(lo: int, hi: int | None) -> str:
-    return f"M {lo}-{hi}" if hi else f"M > {lo - 1}"
+def _by_band(values: Iterable[tuple[Problem, float]]) -> Iterator[tuple[str, list[float]]]:
+    """(name, values) of each of :data:`M_BANDS` that holds a problem of ``values``."""
+    values = list(values)
+    for lo, hi in M_BANDS:
+        band = [v for p, v in values if lo <= p.m and (hi is None or p.m <= hi)]
+        if band:
+            yield (f"M {lo}-{hi}" if hi else f"M > {lo - 1}"), band
 
 
 def report(
@@ -172,7 +169,7 @@ def report(
             "no timed rung-8 record with the shared config vocabulary in these files "
             "(run `bench --rung 8 --tune` on a tuning suite)"
         )
-    gpus = sorted({s.source.split("@")[0] for s in data})
+    gpus = sorted({s.gpu for s in data})
     problems = len({s.problem for s in data})
     lines = [f"{len(data)} timings of {problems} problems ({', '.join(gpus)})"]
     errors, regrets = evaluate(base, data)
