@@ -17,29 +17,26 @@ R8 = KernelSpec("gluon", "r8", Rung.SHAPE_ADAPTIVE, "sm_90a", "d", module="tmp.r
 R7 = KernelSpec("gluon", "r7", Rung.MULTI_CONSUMER, "sm_90a", "d", module="tmp.r7")
 
 
-def _rec(spec: KernelSpec, m: int, pct: float | None, ok: bool = True) -> BenchRecord:
-    ms = 1.0
+def _rec(
+    spec: KernelSpec,
+    m: int,
+    pct: float | None = None,
+    ok: bool = True,
+    ms: float = 1.0,
+    selected: bool | None = None,
+) -> BenchRecord:
     return BenchRecord(
         **BenchRecord.identity(spec),
         problem=Problem(m, 4096, 4096),
         status=Status.OK if ok else Status.WRONG,
         timing=Stats(n=100, median_ms=ms, p20_ms=ms, p80_ms=ms, mean_ms=ms, min_ms=ms, cv=0.0),
         pct_of_cublas=pct,
+        selected=selected,
     )
 
 
 def _doc(*records: BenchRecord, gpu: str = "NVIDIA H200", source: str = "runs/t.json") -> Document:
     return Document("bench", {"gpu": gpu}, records, "2026-11-26T00:00:00", source=source)
-
-
-def _timed(m: int, ms: float, selected: bool | None = None, spec: KernelSpec = R8) -> BenchRecord:
-    return BenchRecord(
-        **BenchRecord.identity(spec),
-        problem=Problem(m, 4096, 4096),
-        status=Status.OK,
-        timing=Stats(n=100, median_ms=ms, p20_ms=ms, p80_ms=ms, mean_ms=ms, min_ms=ms, cv=0.0),
-        selected=selected,
-    )
 
 
 def test_the_ceiling_is_the_fastest_timed_config_per_problem_across_runs() -> None:
@@ -76,28 +73,30 @@ def test_own_choice_is_each_runs_pick_against_the_fastest_config_that_run_timed(
     own choice adds nothing, nor does another run's faster timing of the same problem; a
     problem two runs chose for counts twice."""
     first = _doc(
-        _timed(16, 1.25, selected=True),
-        _timed(16, 1.0),
-        _timed(300, 2.0, selected=True),
-        _timed(300, 2.5),
-        _timed(5000, 3.0),  # no own choice timed: left out
-        _timed(300, 2.0, spec=R7, selected=True),
-        _timed(300, 1.0, spec=R7),  # not rung 8
+        _rec(R8, 16, ms=1.25, selected=True),
+        _rec(R8, 16, ms=1.0),
+        _rec(R8, 300, ms=2.0, selected=True),
+        _rec(R8, 300, ms=2.5),
+        _rec(R8, 5000, ms=3.0),  # no own choice timed: left out
+        _rec(R7, 300, ms=2.0, selected=True),
+        _rec(R7, 300, ms=1.0),  # not rung 8
     )
-    second = _doc(_timed(300, 0.5), source="runs/u.json")
+    second = _doc(_rec(R8, 300, ms=0.5), source="runs/u.json")
     (line,) = own_choice([first, second])
     assert line.startswith("own choice on NVIDIA H200")
     assert "12.5 % slower (mean, 2 choices), 25.0 % worst (16x4096x4096-fp16)" in line
     assert "M 1-64 25.0 % (1); M 257-1024 0.0 % (1)" in line
     assert "M > 4096" not in line
-    third = _doc(_timed(16, 1.0, selected=True), _timed(16, 1.0), source="runs/v.json")
+    third = _doc(_rec(R8, 16, ms=1.0, selected=True), _rec(R8, 16, ms=1.0), source="runs/v.json")
     (line,) = own_choice([first, second, third])
     assert "M 1-64 12.5 % (2)" in line
 
 
 def test_own_choice_is_per_gpu_and_per_backend() -> None:
-    h100 = _doc(_timed(64, 1.1, selected=True), _timed(64, 1.0), gpu="NVIDIA H100 80GB HBM3")
-    lines = own_choice([_doc(_timed(64, 1.0, selected=True)), h100])
+    h100 = _doc(
+        _rec(R8, 64, ms=1.1, selected=True), _rec(R8, 64, ms=1.0), gpu="NVIDIA H100 80GB HBM3"
+    )
+    lines = own_choice([_doc(_rec(R8, 64, ms=1.0, selected=True)), h100])
     assert [line.split(" (")[0] for line in lines] == [
         "own choice on NVIDIA H100 80GB HBM3",
         "own choice on NVIDIA H200",
