@@ -187,6 +187,11 @@ def test_heuristic_rules_and_the_cheapest_allowed() -> None:
     assert heuristic_allows(decode, GemmConfig(128, 16, 1, swap_ab=True, split_k=4))
     assert not heuristic_allows(Problem(8, 4096, 1024), GemmConfig(128, 16, 1, True, split_k=4))
     assert not heuristic_allows(Problem(300, 4096, 4096), GemmConfig(raster="n"))
+    short = Problem(34, 3584, 4096)  # M in 17..64: the swapped cover or an unswapped wide tile
+    assert heuristic_allows(short, GemmConfig(64, 64, 1, swap_ab=True))
+    assert not heuristic_allows(short, GemmConfig(64, 32, 1, swap_ab=True))  # 64 covers M
+    assert not heuristic_allows(short, GemmConfig(64, 64, 1))  # no less MMA than the swap
+    assert heuristic_allows(short, GemmConfig(64, 128, 1, stream_k=True))
     pick = cheapest(decode, _MENU, _valid, lambda c: heuristic_allows(decode, c))
     assert pick == GemmConfig(128, 16, 1, swap_ab=True, split_k=4)  # 32 tiles, long K
     with pytest.raises(ValueError, match="no allowed config"):
