@@ -505,17 +505,13 @@ def heuristic_allows(
 ) -> bool:
     """The structural rules every rung-8 heuristic applies before the cost model ranks:
 
-    * swap-AB when M <= 64 < N with the narrowest width covering M (a narrower one, M in
-      several column tiles, ran 63-71 % of cuBLAS where the cover ran 98-106 % — 64x16 at
-      19x6144x6144, 19x7168x5120, 58x3584x4096, CuTeDSL, H200 — and two columns of 32 at
-      M 33..64 gained 2-4 % at three shapes, too little for another rule), and always at
-      M <= 16; for M in 17..64 the model weighs the swap against unswapped tiles wider than
-      64 (at 36x18432x16384 an unswapped 64x128 stream-K tile ran 106 % of cuBLAS, the
-      swapped cover 84 %), never against an unswapped tile 64 or narrower, which does at
-      least the cover's MMA work and ran slower (unswapped 64x64 against swapped: slower in
-      20 of 23 pairs timed in one run, both DSLs, H200; by 5-12 % at 34x3584x4096,
-      44x3072x3072 and 58x3584x4096); for a longer M (64 < M < N), a wide swapped tile only
-      where it fits M tightly among the kernel's ``swap_widths`` (:func:`swap_fits`);
+    * swap-AB when M <= 64 < N, with the narrowest width covering M (a narrower one, M in
+      several column tiles, measured slower), and always at M <= 16; for M in 17..64 the
+      model weighs the swapped cover against unswapped tiles wider than 64 only (an unswapped
+      tile of 64 or fewer columns does no less MMA work than the cover, the model scores the
+      two alike, and it ran slower in 20 of 23 timed pairs: CuTeDSL README, "Sixteenth
+      version"); for a longer M (64 < M < N), a wide swapped tile only where it fits M
+      tightly among the kernel's ``swap_widths`` (:func:`swap_fits`);
     * unswapped, a tile narrower than 64 only as the narrowest that covers N (elsewhere it
       reloads the long operand for too little MMA work);
     * a K split keeps at least ``MIN_K_PER_SPLIT`` of K;

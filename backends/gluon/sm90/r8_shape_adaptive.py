@@ -885,9 +885,10 @@ def _ranked(problem: Problem) -> list[R8Config]:
 
 def _heuristic(problem: Problem) -> R8Config:
     """The cheapest config (``harness.tile_cost``) among those ``heuristic_allows``: swap-AB
-    exactly when M <= 64 < N, narrow tiles only as the cover of the short side, splits that
-    keep >= 512 of K, group 8. Ties go to the larger tile, then to cluster 2 (rung 7 at large
-    M x N), then to no split and no stream-K."""
+    at M <= 64 < N (at M 17..64 against unswapped tiles wider than 64), narrow tiles only as
+    the cover of the short side, splits that keep >= 512 of K, group 8. Ties go to the
+    larger tile, then to cluster 2 (rung 7 at large M x N), then to no split and no
+    stream-K."""
 
     def allowed(c: R8Config) -> bool:
         return c.group == 8 and heuristic_allows(problem, c, BLOCK_K, SWAP_WIDE)
