@@ -506,7 +506,8 @@ def heuristic_allows(
     """The structural rules every rung-8 heuristic applies before the cost model ranks:
 
     * swap-AB when M <= 64 < N, with the narrowest width covering M (a narrower one, M in
-      several column tiles, measured slower), and always at M <= 16; for M in 17..64 the
+      several column tiles, measured slower), and always at M <= 32, where half a 64-row
+      tile or more would be padding (README of each rung 8); for M in 33..64 the
       model weighs the swapped cover against unswapped tiles wider than 64 only (an unswapped
       tile of 64 or fewer columns does no less MMA work than the cover, the model scores the
       two alike, and it ran slower in 20 of 23 timed pairs: CuTeDSL README, "Sixteenth
@@ -527,8 +528,8 @@ def heuristic_allows(
     if config.wide_swap and not swap_fits(problem, config.tile_n, swap_widths):
         return False
     if not config.swap_ab and cover is not None:
-        if problem.m <= 16:
-            return False  # unswapped, 48 or more of a 64-row tile's rows would be padding
+        if problem.m <= 32:
+            return False  # unswapped, half or more of a 64-row tile's rows would be padding
         if config.tile_n <= max(NARROW):
             return False  # the swapped cover runs no more MMA work, faster
     if not config.swap_ab and config.tile_n < 64:

@@ -192,6 +192,10 @@ def test_heuristic_rules_and_the_cheapest_allowed() -> None:
     assert not heuristic_allows(short, GemmConfig(64, 32, 1, swap_ab=True))  # 64 covers M
     assert not heuristic_allows(short, GemmConfig(64, 64, 1))  # no less MMA than the swap
     assert heuristic_allows(short, GemmConfig(64, 128, 1, stream_k=True))
+    half = Problem(19, 28672, 3584)  # M <= 32: half a 64-row tile or more would be padding
+    assert not heuristic_allows(half, GemmConfig(64, 256, 1))
+    assert not heuristic_allows(half, GemmConfig(64, 128, 1, split_k=2))
+    assert heuristic_allows(half, GemmConfig(128, 32, 1, swap_ab=True))
     pick = cheapest(decode, _MENU, _valid, lambda c: heuristic_allows(decode, c))
     assert pick == GemmConfig(128, 16, 1, swap_ab=True, split_k=4)  # 32 tiles, long K
     with pytest.raises(ValueError, match="no allowed config"):
