@@ -497,6 +497,13 @@ def heuristic_raster(problem: Problem, config: GemmConfig) -> str:
     return swap_raster(problem) if config.wide_swap else "m"
 
 
+#: M where unswapped 64-row tiles pad M to 128 rows, a quarter or more of them empty, while
+#: one column of a wide swapped tile (72..96) holds M with at most 7 (CuTeDSL) or 15 (Gluon)
+#: padded rows. Unsplit, the swap makes as many tiles (N / 64) with the same K loop and less
+#: MMA work; a K split or stream-K changes the tile count, so the model weighs those.
+PADDED_M = (65, 95)
+
+
 def heuristic_allows(
     problem: Problem,
     config: GemmConfig,
@@ -532,6 +539,9 @@ def heuristic_allows(
             return False  # unswapped, half or more of a 64-row tile's rows would be padding
         if config.tile_n <= max(NARROW):
             return False  # the swapped cover runs no more MMA work, faster
+    if not config.swap_ab and PADDED_M[0] <= problem.m <= PADDED_M[1] < problem.n:
+        if config.split_k == 1 and not config.stream_k:
+            return False  # as many tiles as a one-column swap, a quarter of their rows padding
     if not config.swap_ab and config.tile_n < 64:
         if config.tile_n != next((w for w in NARROW if w >= problem.n), None):
             return False

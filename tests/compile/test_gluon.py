@@ -320,7 +320,7 @@ def test_r8_select_valid_for_every_problem():
     """The heuristic never refuses: every suite's problem, a held-out random suite and random
     shapes (any M, N >= 1, K % 8 == 0) get a menu config that is valid, whose ring fits shared
     memory with >= 2 stages, whose K splits are never empty and keep >= 512 of K, which swaps
-    A and B only when M <= 64 < N and always when M <= 16, and whose plan launches at least
+    A and B only when M <= 64 < N and always when M <= 32, and whose plan launches at least
     one program and no more than one per SM (cluster) or per work unit."""
     r8 = _r8()
     kernel = r8.KERNEL
@@ -350,14 +350,29 @@ def test_r8_select_valid_for_every_problem():
             assert swap_fits(problem, config.tile_n, r8.SWAP_WIDE), (problem.key, config.name)
         elif config.swap_ab:
             assert problem.m <= 64 < problem.n
-        elif problem.m <= 16 < 64 < problem.n:
-            raise AssertionError(f"{problem.key}: M <= 16 must swap A and B, got {config.name}")
+        elif problem.m <= 32 and 64 < problem.n:
+            raise AssertionError(f"{problem.key}: M <= 32 must swap A and B, got {config.name}")
     # the tune ranking: every valid config once, the heuristic's among them, no invalid one
     for problem in (Problem(1, 4096, 14336), Problem(128, 10240, 8192), Problem(1000, 1003, 520)):
         ranked = r8._ranked(problem)
         valid = [c for c in kernel.configs if kernel.supports(problem, c) is None]
         assert sorted(c.name for c in ranked) == sorted(c.name for c in valid)
         assert r8._heuristic(problem) in ranked
+
+
+def test_r8_a_narrow_two_box_swap_in_columns_gives_way_to_its_wider_twin():
+    """128 rows x 72 or 80 columns (a 64-wide box plus an 8- or 16-wide one) in several
+    column tiles becomes the 64-row tile twice as wide where that width fits M; in one
+    column, or where the twin's width does not fit, the cost model's choice stands."""
+    r8 = _r8()
+    c = r8._heuristic(Problem(279, 3584, 4096))  # the model's first: 128x72 in 4 columns
+    assert (c.tile_m, c.tile_n, c.swap_ab, c.cluster) == (64, 144, True, 1), c.name
+    c = r8._heuristic(Problem(150, 7168, 16384))
+    assert (c.tile_m, c.tile_n, c.swap_ab) == (64, 160, True), c.name
+    c = r8._heuristic(Problem(71, 10240, 8192))  # one column: 128x72 stays
+    assert (c.tile_m, c.tile_n, c.swap_ab) == (128, 72, True), c.name
+    c = r8._heuristic(Problem(194, 5120, 4096))  # 2 x 97 rows pad to 128, not 144: stays
+    assert (c.tile_m, c.tile_n, c.swap_ab) == (128, 72, True), c.name
 
 
 def test_r8_menu_fits_shared_memory():
