@@ -497,10 +497,13 @@ def heuristic_raster(problem: Problem, config: GemmConfig) -> str:
     return swap_raster(problem) if config.wide_swap else "m"
 
 
-#: M where unswapped 64-row tiles pad M to 128 rows, a quarter or more of them empty, while
-#: one column of a wide swapped tile (72..96) holds M with at most 7 (CuTeDSL) or 15 (Gluon)
-#: padded rows. Unsplit, the swap makes as many tiles (N / 64) with the same K loop and less
-#: MMA work; a K split or stream-K changes the tile count, so the model weighs those.
+#: M where unswapped tiles (64 or 128 rows) pad M to 128 rows, more than a quarter of them
+#: empty, while one column of a wide swapped tile (72..96 wide) holds M with at most 7
+#: (CuTeDSL) or 15 (Gluon) padded rows. Unsplit, the swap makes as many tiles (N / 64) with the
+#: same K loop and less MMA work; a K split or stream-K changes the tile count, so the model
+#: weighs those. Measured at the rule's five timed Gluon shapes (M 66-80): the swap ran 9-22
+#: points of cuBLAS ahead (H200; Gluon README, "Tenth version"); M = 96 (exactly a quarter)
+#: went the other way, 64x64 unswapped 99 % against 96 % swapped.
 PADDED_M = (65, 95)
 
 
@@ -514,12 +517,14 @@ def heuristic_allows(
 
     * swap-AB when M <= 64 < N, with the narrowest width covering M (a narrower one, M in
       several column tiles, measured slower), and always at M <= 32, where half a 64-row
-      tile or more would be padding (README of each rung 8); for M in 33..64 the
-      model weighs the swapped cover against unswapped tiles wider than 64 only (an unswapped
-      tile of 64 or fewer columns does no less MMA work than the cover, the model scores the
-      two alike, and it ran slower in 20 of 23 timed pairs: CuTeDSL README, "Sixteenth
-      version"); for a longer M (64 < M < N), a wide swapped tile only where it fits M
-      tightly among the kernel's ``swap_widths`` (:func:`swap_fits`);
+      tile or more would be padding (the unswapped picks it replaced were slower at all 19
+      tuning shapes timed both ways, by 0.6-17 points of cuBLAS: CuTeDSL README,
+      "Seventeenth version"); for M in 33..64 the model weighs the swapped cover against
+      unswapped tiles wider than 64 only (an unswapped tile of 64 or fewer columns does no
+      less MMA work than the cover, the model scores the two alike, and it ran slower in 20
+      of 23 timed pairs: "Sixteenth version"); for a longer M (64 < M < N), a wide swapped
+      tile only where it fits M tightly among the kernel's ``swap_widths``
+      (:func:`swap_fits`), and at M in ``PADDED_M`` no unsplit unswapped tile;
     * unswapped, a tile narrower than 64 only as the narrowest that covers N (elsewhere it
       reloads the long operand for too little MMA work);
     * a K split keeps at least ``MIN_K_PER_SPLIT`` of K;

@@ -490,8 +490,9 @@ def _ranked(problem: Problem) -> list[R8Config]:
 
 def _heuristic(problem: Problem) -> R8Config:
     """The cheapest config (``harness.tile_cost``) among the non-variants that
-    ``heuristic_allows`` (swap-AB at M <= 64 < N with the narrowest cover, at M 17..64
-    against unswapped tiles wider than 64; narrow tiles only as the cover of the short side;
+    ``heuristic_allows`` (swap-AB at M <= 64 < N with the narrowest cover, always at M <= 32,
+    at M 33..64 against unswapped tiles wider than 64; at M 65..95 no unsplit unswapped tile;
+    narrow tiles only as the cover of the short side;
     splits keeping >= 512 of K; ``heuristic_raster``'s raster) on a cluster
     ``HEURISTIC_CLUSTERS`` allows. Ties go to the larger tile, then cluster 2, then no split
     and no stream-K."""

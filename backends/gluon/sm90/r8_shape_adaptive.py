@@ -886,10 +886,10 @@ def _ranked(problem: Problem) -> list[R8Config]:
 
 def _heuristic(problem: Problem) -> R8Config:
     """The cheapest config (``harness.tile_cost``) among those ``heuristic_allows``: swap-AB
-    at M <= 64 < N (at M 17..64 against unswapped tiles wider than 64), narrow tiles only as
-    the cover of the short side, splits that keep >= 512 of K, group 8. Ties go to the
-    larger tile, then to cluster 2 (rung 7 at large M x N), then to no split and no
-    stream-K."""
+    at M <= 64 < N (always at M <= 32, at M 33..64 against unswapped tiles wider than 64), no
+    unsplit unswapped tile at M 65..95, narrow tiles only as the cover of the short side,
+    splits that keep >= 512 of K, group 8; then ``_one_box_wider``. Ties go to the larger
+    tile, then to cluster 2 (rung 7 at large M x N), then to no split and no stream-K."""
 
     def allowed(c: R8Config) -> bool:
         return c.group == 8 and heuristic_allows(problem, c, BLOCK_K, SWAP_WIDE)
@@ -904,9 +904,10 @@ def _one_box_wider(problem: Problem, c: R8Config) -> R8Config:
     splits M into several column tiles gives way to its 64-row twin of twice the width, where
     that width fits M (``swap_fits``): as many CTAs, half the column tiles, one consumer
     warpgroup whose wgmmas are 128 + 16 columns wide instead of two issuing 64 + 8. In one
-    column (M <= 80) the 128-row tile ran at 99-118 % of cuBLAS; in two to four it ran 5-11
-    points behind the twin (279x3584x4096: 79 % against 88 %; README, "Tenth version"), a
-    difference the cost model's per-tile efficiencies do not capture."""
+    column (M <= 80) the 128-row tile ran at 99-118 % of cuBLAS; in two to four it ran 5-12
+    points behind the twin at all six tuning shapes that timed both (279x3584x4096: 79 %
+    against 88 %; README, "Tenth version"), a difference the cost model's per-tile
+    efficiencies do not capture."""
     if not (c.swap_ab and c.tile_m == 128 and c.tile_n in (72, 80) and problem.m > c.tile_n):
         return c
     twin = dataclasses.replace(c, tile_m=64, tile_n=2 * c.tile_n, cluster=1)
