@@ -546,7 +546,7 @@ def heuristic_allows(
             return False  # the swapped cover runs no more MMA work, faster
     if not config.swap_ab and PADDED_M[0] <= problem.m <= PADDED_M[1] < problem.n:
         if config.split_k == 1 and not config.stream_k:
-            return False  # as many tiles as a one-column swap, a quarter of their rows padding
+            return False  # as many tiles as a one-column swap, over a quarter of rows padding
     if not config.swap_ab and config.tile_n < 64:
         if config.tile_n != next((w for w in NARROW if w >= problem.n), None):
             return False

@@ -198,7 +198,7 @@ def test_heuristic_rules_and_the_cheapest_allowed() -> None:
     assert heuristic_allows(half, GemmConfig(128, 32, 1, swap_ab=True))
     padded = Problem(69, 4608, 4096)  # 64-row tiles pad 69 rows to 128; one 72-wide column
     assert not heuristic_allows(padded, GemmConfig(64, 128, 1))
-    assert heuristic_allows(padded, GemmConfig(64, 128, 1, split_k=4))  # fewer tiles: the model
+    assert heuristic_allows(padded, GemmConfig(64, 128, 1, split_k=4))  # other tile count
     assert heuristic_allows(padded, GemmConfig(64, 72, 1, swap_ab=True, raster="n"))
     assert heuristic_allows(Problem(96, 4608, 4096), GemmConfig(64, 64, 1))  # a quarter
     pick = cheapest(decode, _MENU, _valid, lambda c: heuristic_allows(decode, c))
