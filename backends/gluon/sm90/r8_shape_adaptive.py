@@ -119,7 +119,6 @@ from harness.tile_cost import (
     heuristic_allows,
     heuristic_raster,
     ranked,
-    swap_fits,
 )
 
 # -- constants --------------------------------------------------------------------------------
@@ -894,25 +893,25 @@ def _heuristic(problem: Problem) -> R8Config:
     def allowed(c: R8Config) -> bool:
         return c.group == 8 and heuristic_allows(problem, c, BLOCK_K, SWAP_WIDE)
 
-    return _one_box_wider(
-        problem, cheapest(problem, MENU, _valid, allowed, block_k=BLOCK_K, model=COST)
-    )
+    pick = cheapest(problem, MENU, _valid, allowed, block_k=BLOCK_K, model=COST)
+    twin = _one_box_wider(problem, pick)
+    if twin is not None and twin in MENU and _valid(problem, twin) is None and allowed(twin):
+        return twin
+    return pick
 
 
-def _one_box_wider(problem: Problem, c: R8Config) -> R8Config:
-    """A 128-row wide swap of 72 or 80 columns (a 64-column box plus one of 8 or 16) that
-    splits M into several column tiles gives way to its 64-row twin of twice the width, where
-    that width fits M (``swap_fits``): as many CTAs, half the column tiles, one consumer
-    warpgroup whose wgmmas are 128 + 16 columns wide instead of two issuing 64 + 8. In one
-    column (M <= 80) the 128-row tile ran at 99-118 % of cuBLAS; in two to four it ran 5-12
-    points behind the twin at all six tuning shapes that timed both (279x3584x4096: 79 %
-    against 88 %; README, "Tenth version"), a difference the cost model's per-tile
-    efficiencies do not capture."""
+def _one_box_wider(problem: Problem, c: R8Config) -> R8Config | None:
+    """The 64-row twin of twice the width that replaces ``c``, a 128-row wide swap of 72 or
+    80 columns (a 64-column box plus one of 8 or 16) splitting M into several column tiles,
+    where the heuristic allows it (its width fits M: ``swap_fits``); else None. As many CTAs,
+    half the column tiles, one consumer warpgroup whose wgmmas are 128 + 16 columns wide
+    instead of two issuing 64 + 8. In one column (M <= 80) the 128-row tile ran at 99-118 %
+    of cuBLAS; in two to four it ran 5-12 points behind the twin at all six tuning shapes that
+    timed both (279x3584x4096: 79 % against 88 %; README, "Tenth version"), a difference the
+    cost model's per-tile efficiencies do not capture."""
     if not (c.swap_ab and c.tile_m == 128 and c.tile_n in (72, 80) and problem.m > c.tile_n):
-        return c
-    twin = dataclasses.replace(c, tile_m=64, tile_n=2 * c.tile_n, cluster=1)
-    fits = twin in MENU and _valid(problem, twin) is None
-    return twin if fits and swap_fits(problem, twin.tile_n, SWAP_WIDE) else c
+        return None
+    return dataclasses.replace(c, tile_m=64, tile_n=2 * c.tile_n, cluster=1)
 
 
 # -- host side ---------------------------------------------------------------------------------
