@@ -247,6 +247,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
         min_samples=args.min_samples,
         min_time_s=args.min_time,
         rounds=args.rounds,
+        rewarm_s=args.rewarm,
+        settle_s=args.settle,
     )
     settings = RunSettings(
         device=args.device,
@@ -655,6 +657,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--min-samples", type=int, default=100)
     p.add_argument("--min-time", type=float, default=0.5, help="measured seconds per kernel")
     p.add_argument("--rounds", type=int, default=4, help="round-robin rounds per problem")
+    p.add_argument(
+        "--rewarm", type=float, default=0.2, help="warm-up seconds per kernel in later rounds"
+    )
+    p.add_argument(
+        "--settle",
+        type=float,
+        default=0.0,
+        help="more warm-up seconds before each problem's first measurement (cuBLAS's)",
+    )
     p.add_argument("--checks", type=int, default=2, help="correctness checks per problem")
     p.add_argument("--check-only", action="store_true", help="check correctness, skip timing")
     p.add_argument("--no-reference", action="store_true", help="do not add cuBLAS")

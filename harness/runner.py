@@ -525,11 +525,14 @@ class Runner:
         rotation: dict[int, int] = {}
         t = s.timer
         for rnd in range(t.rounds):
-            for unit in list(timed):
+            for i, unit in enumerate(list(timed)):
                 if unit not in timed:  # dropped by a _restore earlier in this round
                     continue
-                # the full warm-up and the re-check once per problem, in the first round
-                warmup = t.warmup_s if rnd == 0 else min(0.2, t.warmup_s)
+                # the full warm-up and the re-check once per problem, in the first round;
+                # the problem's first measurement also lets the rested GPU settle
+                warmup = t.warmup_s if rnd == 0 else min(t.rewarm_s, t.warmup_s)
+                if rnd == 0 and i == 0:
+                    warmup += t.settle_s
                 reply = self._measure(unit, problem, warmup, recheck=rnd == 0)
                 if isinstance(reply, BenchRecord):
                     timed.remove(unit)
@@ -597,8 +600,8 @@ class Runner:
         ref = next((u for u in timed if u.spec.rung == Rung.CUBLAS), None)
         if ref is None or not first_round.get(id(ref)):
             return None
-        warmup = min(0.2, self.settings.timer.warmup_s)
-        reply = self._measure(ref, problem, warmup, recheck=False)
+        t = self.settings.timer
+        reply = self._measure(ref, problem, min(t.rewarm_s, t.warmup_s), recheck=False)
         if isinstance(reply, BenchRecord) or not reply["samples"]:
             return None
         before = statistics.median(first_round[id(ref)])

@@ -36,10 +36,18 @@ class TimerSettings:
     rounds: int = 4
     rotate_factor: float = 2.0
     max_rotation_bytes: int = 8 << 30
+    #: Warm-up before each round after the first (the first warms ``warmup_s``).
+    rewarm_s: float = 0.2
+    #: More warm-up before a problem's first measurement (cuBLAS's first round): the GPU
+    #: idled while every kernel compiled and was checked, and a rested power-capped GPU
+    #: clocks above its sustained clock until the cap catches up.
+    settle_s: float = 0.0
 
     def __post_init__(self) -> None:
         if self.min_samples < 1 or self.rounds < 1 or self.max_samples < self.min_samples:
             raise ValueError(f"inconsistent timer settings: {self}")
+        if min(self.warmup_s, self.rewarm_s, self.settle_s) < 0:
+            raise ValueError(f"negative warm-up: {self}")
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)

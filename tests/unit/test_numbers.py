@@ -62,8 +62,10 @@ class FakeWorker:
         pass
 
 
-def _run(problem: Problem, workers: dict[str, FakeWorker]) -> dict[str, Any]:
-    settings = RunSettings(device="cpu", timer=TimerSettings(rounds=4))
+def _run(
+    problem: Problem, workers: dict[str, FakeWorker], timer: TimerSettings | None = None
+) -> dict[str, Any]:
+    settings = RunSettings(device="cpu", timer=timer or TimerSettings(rounds=4))
     with Runner([CUBLAS, KERNEL], settings) as runner:
         runner._worker = lambda spec: workers[spec.id]  # type: ignore[method-assign]
         return {r.kernel: r for r in runner.run([problem])}
@@ -149,3 +151,29 @@ def test_cublas_drift_is_its_closing_median_against_its_first_round() -> None:
         assert rec.cublas_drift_pct == pytest.approx(1.0, rel=1e-9)
     assert got[CUBLAS.id].timing.n == 12 and got[CUBLAS.id].timing.median_ms == 0.05
     assert sum(c["op"] == "measure" for c in workers[KERNEL.id].commands) == 4
+
+
+def test_warm_ups_settle_once_then_rewarm() -> None:
+    """The first round warms every kernel ``warmup_s``, and the problem's first measurement
+    (cuBLAS's) ``settle_s`` more; later rounds and the closing drift measurement warm
+    ``rewarm_s`` (never more than ``warmup_s``)."""
+    workers = {
+        CUBLAS.id: FakeWorker([0.05], mhz=1500.0),
+        KERNEL.id: FakeWorker([0.04], mhz=1500.0),
+    }
+    timer = TimerSettings(rounds=3, warmup_s=1.0, rewarm_s=0.5, settle_s=2.0)
+    _run(Problem(512, 512, 512), workers, timer)
+
+    def warmups(spec: Any) -> list[float]:
+        return [c["warmup_s"] for c in workers[spec.id].commands if c["op"] == "measure"]
+
+    assert warmups(CUBLAS) == [3.0, 0.5, 0.5, 0.5]
+    assert warmups(KERNEL) == [1.0, 0.5, 0.5]
+    workers = {
+        CUBLAS.id: FakeWorker([0.05], mhz=1500.0),
+        KERNEL.id: FakeWorker([0.04], mhz=1500.0),
+    }
+    _run(Problem(512, 512, 512), workers, TimerSettings(rounds=2, warmup_s=0.1))
+    assert warmups(CUBLAS) == [0.1, 0.1, 0.1] and warmups(KERNEL) == [0.1, 0.1]
+    with pytest.raises(ValueError, match="negative warm-up"):
+        TimerSettings(settle_s=-1.0)
