@@ -562,6 +562,8 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from harness.timing import TimerSettings
+
     ap = _Parser(prog="python -m harness", description=__doc__)
     sub = ap.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
@@ -658,13 +660,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--min-time", type=float, default=0.5, help="measured seconds per kernel")
     p.add_argument("--rounds", type=int, default=4, help="round-robin rounds per problem")
     p.add_argument(
-        "--rewarm", type=float, default=0.2, help="warm-up seconds per kernel in later rounds"
+        "--rewarm",
+        type=float,
+        default=TimerSettings.rewarm_s,
+        help="warm-up seconds per kernel in later rounds",
     )
     p.add_argument(
         "--settle",
         type=float,
-        default=0.0,
-        help="more warm-up seconds before each problem's first measurement (cuBLAS's)",
+        default=TimerSettings.settle_s,
+        help="more warm-up seconds before each problem's first measurement (cuBLAS's), "
+        "after the GPU idled through compiles and checks",
     )
     p.add_argument("--checks", type=int, default=2, help="correctness checks per problem")
     p.add_argument("--check-only", action="store_true", help="check correctness, skip timing")

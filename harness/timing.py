@@ -36,12 +36,15 @@ class TimerSettings:
     rounds: int = 4
     rotate_factor: float = 2.0
     max_rotation_bytes: int = 8 << 30
-    #: Warm-up before each round after the first (the first warms ``warmup_s``).
-    rewarm_s: float = 0.2
+    #: Warm-up before each round after the first (the first warms ``warmup_s``): long enough
+    #: that the kernel timed before has stopped setting this one's clock (docs/design.md,
+    #: "Timing").
+    rewarm_s: float = 1.0
     #: More warm-up before a problem's first measurement (cuBLAS's first round): the GPU
-    #: idled while every kernel compiled and was checked, and a rested power-capped GPU
-    #: clocks above its sustained clock until the cap catches up.
-    settle_s: float = 0.0
+    #: idled while every kernel compiled and was checked, and a rested power-capped GPU runs
+    #: above its sustained clock for about a second (an H100: 1380-1440 MHz for 0.75 s, then
+    #: 1230-1280 MHz at 4425x8192x28672), which cuBLAS alone would be timed in.
+    settle_s: float = 2.0
 
     def __post_init__(self) -> None:
         if self.min_samples < 1 or self.rounds < 1 or self.max_samples < self.min_samples:

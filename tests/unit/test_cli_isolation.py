@@ -20,7 +20,8 @@ from harness.results import load
 require_module("torch", "the workers run the toy plugin's kernels")
 
 ROOT = Path(__file__).resolve().parents[2]
-FAST = ["--warmup", "0.05", "--min-samples", "20", "--min-time", "0.02", "--rounds", "2"]
+FAST = ["--warmup", "0.05", "--settle", "0", "--min-samples", "20", "--min-time", "0.02"]
+FAST += ["--rounds", "2"]
 
 
 _harness = run_harness
@@ -209,6 +210,8 @@ def test_killed_run_keeps_what_it_measured(plugin_env, tmp_path: Path) -> None:
         "3",
         "--warmup",
         "0.05",
+        "--settle",
+        "0",
         "--rounds",
         "1",
         "--out",

@@ -65,7 +65,7 @@ class FakeWorker:
 def _run(
     problem: Problem, workers: dict[str, FakeWorker], timer: TimerSettings | None = None
 ) -> dict[str, Any]:
-    settings = RunSettings(device="cpu", timer=timer or TimerSettings(rounds=4))
+    settings = RunSettings(device="cpu", timer=timer or TimerSettings(rounds=4, settle_s=0.0))
     with Runner([CUBLAS, KERNEL], settings) as runner:
         runner._worker = lambda spec: workers[spec.id]  # type: ignore[method-assign]
         return {r.kernel: r for r in runner.run([problem])}
@@ -174,6 +174,7 @@ def test_warm_ups_settle_once_then_rewarm() -> None:
         KERNEL.id: FakeWorker([0.04], mhz=1500.0),
     }
     _run(Problem(512, 512, 512), workers, TimerSettings(rounds=2, warmup_s=0.1))
-    assert warmups(CUBLAS) == [0.1, 0.1, 0.1] and warmups(KERNEL) == [0.1, 0.1]
+    # the defaults: settle 2 s, later rounds capped by the first round's warm-up
+    assert warmups(CUBLAS) == [2.1, 0.1, 0.1] and warmups(KERNEL) == [0.1, 0.1]
     with pytest.raises(ValueError, match="negative warm-up"):
         TimerSettings(settle_s=-1.0)
