@@ -30,6 +30,7 @@ from __future__ import annotations
 import functools
 import math
 import os
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -69,6 +70,7 @@ __all__ = [
     "sweep_order",
     "sweep_table",
     "tflops_range",
+    "warmups",
 ]
 
 #: Backends in the order of every panel, column and table; others follow alphabetically.
@@ -544,6 +546,21 @@ class SweepStat:
     worst: float
     worst_problem: Problem
     shapes: int
+    #: The warm-ups (:func:`warmups`) of the runs these numbers come from, most shapes first.
+    timers: tuple[str, ...] = ()
+
+
+def warmups(timer: Mapping[str, Any] | None) -> str:
+    """A run's warm-ups in seconds, "first/later/settle": a kernel's first round, its later
+    rounds, and the extra before a problem's first measurement (cuBLAS's). Runs before those
+    settings existed (2026-11-27) warmed later rounds ``min(0.2, warmup_s)`` and had no settle.
+    "?" where the run recorded no timer."""
+    if not timer or "warmup_s" not in timer:
+        return "?"
+    first = float(timer["warmup_s"])
+    later = min(float(timer.get("rewarm_s", 0.2)), first)
+    settle = float(timer.get("settle_s", 0.0))
+    return f"{first:g}/{later:g}/{settle:g}"
 
 
 @dataclass(frozen=True)
@@ -640,6 +657,11 @@ def sweep_table(ds: Dataset, suite: str = "sweep") -> list[SweepPanel]:
                 if not pts:
                     continue
                 worst = min(pts, key=lambda t: t[0])
+                timers = Counter(
+                    warmups(ds.run_of(rec).environment.get("timer"))
+                    for row in rows
+                    if row.pct[rung] is not None and (rec := row.records[rung]) is not None
+                )
                 stats[rung] = SweepStat(
                     rung=rung,
                     name=Rung(rung).label,
@@ -648,6 +670,7 @@ def sweep_table(ds: Dataset, suite: str = "sweep") -> list[SweepPanel]:
                     worst=worst[0],
                     worst_problem=worst[1],
                     shapes=len(pts),
+                    timers=tuple(t for t, _ in timers.most_common()),
                 )
             panels.append(SweepPanel(backend, dtype, kernels, tuple(rows), stats, suite))
     return panels

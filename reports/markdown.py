@@ -402,7 +402,8 @@ def _panel_stats(panel: Any) -> list[str]:
             continue
         md.append(
             f"- r{g} {st.name}: geomean {st.geomean:.1f} % of cuBLAS, worst {st.worst:.1f} % "
-            f"at {_shape(st.worst_problem)} ({st.shapes} of {len(panel.rows)} shapes timed)"
+            f"at {_shape(st.worst_problem)} ({st.shapes} of {len(panel.rows)} shapes timed; "
+            f"warm-ups {' + '.join(st.timers) or '?'} s)"
         )
     r7, r8 = SWEEP_RUNGS
     both = [r for r in panel.rows if r.pct.get(r7) is not None and r.pct.get(r8) is not None]

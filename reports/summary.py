@@ -259,6 +259,8 @@ def sweeps(ds: Dataset) -> Table | None:
                 f"{st.worst:.1f} ({st.worst_problem.m}x{st.worst_problem.n}x"
                 f"{st.worst_problem.k}{part})",
             ]
+        top = panel.stats.get(SWEEP_RUNGS[-1])
+        line.append(" + ".join(top.timers) if top is not None and top.timers else "-")
         rows.append(line)
     if not rows:
         return None
@@ -273,12 +275,18 @@ def sweeps(ds: Dataset) -> Table | None:
             f"r{r7} worst",
             f"r{r8} geomean",
             f"r{r8} worst",
+            f"r{r8} warm-ups (s)",
         ],
         rows,
         [
             f"Rung {r7} runs one config everywhere, rung {r8} picks one per shape; a held-out "
             "suite's shapes were never tuned on. The bar for rung 8: geomean >= 100 and no shape "
-            "below 90."
+            "below 90.",
+            f"Warm-ups of the runs rung {r8}'s numbers come from, in seconds: a kernel's first "
+            "round / its later rounds / the extra before a problem's first measurement "
+            "(cuBLAS's). Runs with no settle timed cuBLAS's first round right after the GPU "
+            "rested through the compiles, when it clocks high: they read large shapes a few % "
+            "low (docs/design.md, Timing).",
         ],
     )
 

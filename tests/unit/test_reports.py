@@ -39,6 +39,7 @@ from reports.data import (
     sweep_order,
     sweep_table,
     tflops_range,
+    warmups,
 )
 from reports.figures import FIGURES
 from reports.figures.chain import figure_chain
@@ -49,6 +50,7 @@ from reports.markdown import anchor, sweep_lines, tuning_lines, watts_cell
 from reports.promote import PromoteError, promote
 from reports.readme import README_END, README_START, update_readme
 from reports.render import render_report
+from reports.summary import summary_tables
 
 require_module("matplotlib", "the report renders figures")
 
@@ -487,11 +489,11 @@ def test_shape_sweep_section_and_figure(tmp_path: Path) -> None:
     g7, g8 = _geomean(list(pct[7].values())), _geomean(list(pct[8].values()))
     assert (
         f"- r7 multi_consumer: geomean {g7:.1f} % of cuBLAS, worst {min(pct[7].values()):.1f} % "
-        "at 1x6144x4096 (5 of 5 shapes timed)" in md
+        "at 1x6144x4096 (5 of 5 shapes timed; warm-ups ? s)" in md
     )
     assert (
         f"- r8 shape_adaptive: geomean {g8:.1f} % of cuBLAS, worst {min(pct[8].values()):.1f} % "
-        "at 1x6144x4096 (4 of 5 shapes timed)" in md
+        "at 1x6144x4096 (4 of 5 shapes timed; warm-ups ? s)" in md
     )
     assert "- r8 below r7 at 0 of the 4 shapes timed with both" in md
     # unknown backends sort by name: delta's panel comes first
@@ -682,3 +684,30 @@ def test_records_mark_instantaneous_power() -> None:
     assert watts_cell(Telemetry(5, 1500.0, power_w_mean=612.4, power_source="average")) == "612"
     assert watts_cell(Telemetry(5, 1500.0, power_w_mean=612.4)) == "612"
     assert watts_cell(Telemetry(0)) == watts_cell(None) != "612"
+
+
+def test_the_sweep_tables_name_each_runs_warm_ups(tmp_path: Path) -> None:
+    """A run's warm-ups are first/later/settle seconds; a run from before ``rewarm_s`` and
+    ``settle_s`` existed warmed later rounds min(0.2, warmup) and had no settle. A held-out
+    panel names its run's; the summary table names rung 8's."""
+    assert warmups({"warmup_s": 0.3, "rounds": 2}) == "0.3/0.2/0"
+    assert warmups({"warmup_s": 0.1}) == "0.1/0.1/0"
+    assert warmups({"warmup_s": 1.0, "rewarm_s": 1.0, "settle_s": 2.0}) == "1/1/2"
+    assert warmups(None) == warmups({}) == "?"
+    held = "random:9:3"
+    timer = {"warmup_s": 1.0, "rewarm_s": 1.0, "settle_s": 2.0}
+    w = ResultsWriter(
+        tmp_path / "a.json", "bench", {"gpu": "x", "run": {"suites": [held]}, "timer": timer}
+    )
+    for m, n, k in suite_shapes(held):
+        p = Problem(m, n, k)
+        w.add(bench_record("cublas", 0, p, 0.1))
+        w.add(bench_record("gamma", 8, p, 0.1, config="t", selected=True))
+    w.finish()
+    ds = load_dataset([tmp_path / "a.json"])
+    (panel,) = sweep_table(ds, held)
+    (stat,) = panel.stats.values()
+    assert stat.timers == ("1/1/2",)
+    assert "3 of 3 shapes timed; warm-ups 1/1/2 s)" in "\n".join(sweep_lines(ds))
+    (table,) = [t for t in summary_tables(ds, None) if t.title.startswith("Shape sweep")]
+    assert table.header[-1] == "r8 warm-ups (s)" and table.rows[0][-1] == "1/1/2"
