@@ -655,10 +655,22 @@ def build_parser() -> argparse.ArgumentParser:
         choices=("cuda", "cpu"),
         help="cpu runs only kernels that declare devices=('cpu',)",
     )
-    p.add_argument("--warmup", type=float, default=1.0, help="warm-up seconds per kernel")
-    p.add_argument("--min-samples", type=int, default=100)
-    p.add_argument("--min-time", type=float, default=0.5, help="measured seconds per kernel")
-    p.add_argument("--rounds", type=int, default=4, help="round-robin rounds per problem")
+    p.add_argument(
+        "--warmup",
+        type=float,
+        default=TimerSettings.warmup_s,
+        help="warm-up seconds per kernel in the first round",
+    )
+    p.add_argument("--min-samples", type=int, default=TimerSettings.min_samples)
+    p.add_argument(
+        "--min-time",
+        type=float,
+        default=TimerSettings.min_time_s,
+        help="measured seconds per kernel",
+    )
+    p.add_argument(
+        "--rounds", type=int, default=TimerSettings.rounds, help="round-robin rounds per problem"
+    )
     p.add_argument(
         "--rewarm",
         type=float,
