@@ -14,7 +14,7 @@ from pathlib import Path
 from harness.gemm import Problem
 from harness.records import BenchRecord
 from harness.summary import pct_band, text_table
-from reports.data import SWEEP_RUNGS, Dataset, chain_table, has_chain, sweep_panels
+from reports.data import SWEEP_RUNGS, Dataset, chain_table, has_chain, sweep_panels, warmups
 
 __all__ = [
     "HEADLINE_PROBLEMS",
@@ -161,7 +161,8 @@ def headline_notes(ds: Dataset, rows: Sequence[HeadlineRow]) -> list[str]:
         watts = f", {power:.0f} W power limit" if isinstance(power, int | float) else ""
         notes.append(
             f"Headline run: `{Path(run.source or '?').name}` ({(run.created or '?')[:10]}, "
-            f"{env.get('gpu', '?')}{watts}); every cell, cuBLAS included, is from that one run "
+            f"{env.get('gpu', '?')}{watts}, warm-ups {warmups(env.get('timer'))} s: first "
+            "round / later rounds / settle); every cell, cuBLAS included, is from that one run "
             f"unless marked {OTHER_RUN_MARK}."
         )
     others = sorted(

@@ -69,6 +69,8 @@ def test_every_cell_comes_from_the_headline_run_when_it_has_it(tmp_path: Path) -
     assert f"| 4096x4096x4096-fp16 | 687 | {alpha.tflops:.0f} (105.3 %, " in md
     assert OTHER_RUN_MARK not in md.split("Headline run")[0]
     assert "Headline run: `bench_small.json` (" in md and "Fixture GPU H000" in md
+    # the fixture's timer predates rewarm_s / settle_s: later rounds warmed 0.2 s, no settle
+    assert "warm-ups 1/0.2/0 s: first round / later rounds / settle" in md
     assert "from another run than the headline run" not in md
 
 
