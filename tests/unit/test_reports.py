@@ -20,6 +20,7 @@ import subprocess
 import sys
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 from expectations import require_module
@@ -614,18 +615,24 @@ def test_a_later_run_of_a_held_out_shape_leaves_the_suite_panel_as_measured(
     assert stat.shapes == 3
 
 
-def test_the_sweep_figure_draws_the_latest_held_out_suites(tmp_path: Path) -> None:
-    """Every held-out suite keeps its table in ``sweep.md``, but the figure draws only the
-    ``MAX_HELD_OUT`` run last (a row per seed grows it past reading: 18 rows, 59 inches)."""
-    suites = ["random:9:2", "random:10:2", "random:11:2"]
-    w = ResultsWriter(tmp_path / "held.json", "bench", {"gpu": "x", "run": {"suites": suites}})
+def _held_out_run(path: Path, suites: list[str], **env: Any) -> Path:
+    """A bench run of ``suites`` (``env`` added to its environment): cuBLAS and the rung-8
+    kernel ``gamma`` at the same time on every shape, so every shape reads 100 %."""
+    w = ResultsWriter(path, "bench", {"gpu": "x", "run": {"suites": suites}, **env})
     for suite in suites:
         for m, n, k in suite_shapes(suite):
             p = Problem(m, n, k)
             w.add(bench_record("cublas", 0, p, 0.1))
             w.add(bench_record("gamma", 8, p, 0.1, config="t", selected=True))
     w.finish()
-    ds = load_dataset([tmp_path / "held.json"])
+    return path
+
+
+def test_the_sweep_figure_draws_the_latest_held_out_suites(tmp_path: Path) -> None:
+    """Every held-out suite keeps its table in ``sweep.md``, but the figure draws only the
+    ``MAX_HELD_OUT`` run last (a row per seed grows it past reading: 18 rows, 59 inches)."""
+    suites = ["random:9:2", "random:10:2", "random:11:2"]
+    ds = load_dataset([_held_out_run(tmp_path / "held.json", suites)])
     labels = [ax.get_ylabel() for ax in figure_sweep(ds).axes if ax.get_visible()]
     assert MAX_HELD_OUT == 2
     assert labels == [f"held out {s}, fp16\n% of cuBLAS" for s in suites[1:]]
@@ -696,15 +703,7 @@ def test_the_sweep_tables_name_each_runs_warm_ups(tmp_path: Path) -> None:
     assert warmups(None) == warmups({}) == "?"
     held = "random:9:3"
     timer = {"warmup_s": 1.0, "rewarm_s": 1.0, "settle_s": 2.0}
-    w = ResultsWriter(
-        tmp_path / "a.json", "bench", {"gpu": "x", "run": {"suites": [held]}, "timer": timer}
-    )
-    for m, n, k in suite_shapes(held):
-        p = Problem(m, n, k)
-        w.add(bench_record("cublas", 0, p, 0.1))
-        w.add(bench_record("gamma", 8, p, 0.1, config="t", selected=True))
-    w.finish()
-    ds = load_dataset([tmp_path / "a.json"])
+    ds = load_dataset([_held_out_run(tmp_path / "a.json", [held], timer=timer)])
     (panel,) = sweep_table(ds, held)
     (stat,) = panel.stats.values()
     assert stat.timers == ("1/1/2",)
