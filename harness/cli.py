@@ -249,6 +249,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         rounds=args.rounds,
         rewarm_s=args.rewarm,
         settle_s=args.settle,
+        hold_floor_ms=args.hold_floor,
     )
     settings = RunSettings(
         device=args.device,
@@ -683,6 +684,15 @@ def build_parser() -> argparse.ArgumentParser:
         default=TimerSettings.settle_s,
         help="more warm-up seconds before each problem's first measurement (cuBLAS's), "
         "after the GPU idled through compiles and checks",
+    )
+    p.add_argument(
+        "--hold-floor",
+        type=float,
+        default=TimerSettings.hold_floor_ms,
+        metavar="MS",
+        help="time every kernel shorter than MS behind at least MS of GPU work per launch, "
+        "so every DSL's short kernels run at the same clock whatever its launch cost "
+        "(0: hold only host-bound kernels, 1.5x their host time)",
     )
     p.add_argument("--checks", type=int, default=2, help="correctness checks per problem")
     p.add_argument("--check-only", action="store_true", help="check correctness, skip timing")

@@ -78,6 +78,9 @@ class BenchRecord(_KernelRecord):
     ``cublas_drift_pct`` is how far cuBLAS moved over the problem's measurements (timed before
     and after the kernels: after / before - 1, in %); ``per_clock_pct_of_cublas`` compares
     TFLOPS per GHz with cuBLAS's in the same run, which a clock change does not move.
+    ``host_launch_ms`` is the host's enqueue time per launch and ``hold_ms_per_launch`` the
+    GPU work each timed launch was held behind (0: none; ``harness.timing``), medians over the
+    rounds.
     """
 
     problem: Problem
@@ -91,6 +94,8 @@ class BenchRecord(_KernelRecord):
     pct_of_cublas: float | None = None
     per_clock_pct_of_cublas: float | None = None
     cublas_drift_pct: float | None = None
+    host_launch_ms: float | None = None
+    hold_ms_per_launch: float | None = None
     telemetry: Telemetry | None = None
     gpu: Mapping[str, Any] | None = None
     versions: Mapping[str, Any] | None = None

@@ -523,6 +523,7 @@ class Runner:
         first_round: dict[int, list[float]] = {}
         telemetry: dict[int, list[Telemetry]] = {id(u): [] for u in timed}
         rotation: dict[int, int] = {}
+        launches: dict[int, list[tuple[float, float]]] = {id(u): [] for u in timed}
         t = s.timer
         for rnd in range(t.rounds):
             for i, unit in enumerate(list(timed)):
@@ -557,6 +558,7 @@ class Runner:
                 first_round.setdefault(id(unit), list(reply["samples"]))
                 telemetry[id(unit)].append(reply["telemetry"])
                 rotation[id(unit)] = reply["rotation_sets"]
+                launches[id(unit)].append((reply["host_ms"], reply["hold_ms_per_launch"]))
         drift = self._drift(problem, timed, first_round)
         finished: list[BenchRecord] = []
         for unit in timed:
@@ -574,6 +576,8 @@ class Runner:
                     tflops_per_ghz=tflops / ghz if ghz else None,
                     rotation_sets=rotation.get(id(unit)),
                     cublas_drift_pct=drift,
+                    host_launch_ms=statistics.median(h for h, _ in launches[id(unit)]),
+                    hold_ms_per_launch=statistics.median(x for _, x in launches[id(unit)]),
                 )
             )
         ref = next((r for r in finished if r.rung == Rung.CUBLAS), None)

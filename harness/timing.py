@@ -24,7 +24,14 @@ from typing import Any
 
 from harness.gemm import Problem
 
-__all__ = ["Stats", "TimerSettings", "rotation_sets", "summarize", "time_launches"]
+__all__ = [
+    "Launches",
+    "Stats",
+    "TimerSettings",
+    "rotation_sets",
+    "summarize",
+    "time_launches",
+]
 
 
 @dataclass(frozen=True)
@@ -45,12 +52,21 @@ class TimerSettings:
     #: above its sustained clock for about a second (an H100: 1380-1440 MHz for 0.75 s, then
     #: 1230-1280 MHz at 4425x8192x28672), which cuBLAS alone would be timed in.
     settle_s: float = 2.0
+    #: GPU hold per launch of a held batch, at least (ms): every kernel shorter than this is
+    #: held, each launch behind at least this much of the hold's GEMMs, so the share of the
+    #: batch window at full load — and the clock it sets — is the same for every kernel of a
+    #: problem rather than scaled by its DSL's host launch time (a hold of 1.5 x the host's
+    #: enqueue time per launch gave a slow launcher a hotter, slower GPU; docs/design.md,
+    #: "Timing"). 0: a launch is held 1.5 x its host time, and only when host-bound.
+    hold_floor_ms: float = 0.0
 
     def __post_init__(self) -> None:
         if self.min_samples < 1 or self.rounds < 1 or self.max_samples < self.min_samples:
             raise ValueError(f"inconsistent timer settings: {self}")
         if min(self.warmup_s, self.rewarm_s, self.settle_s) < 0:
             raise ValueError(f"negative warm-up: {self}")
+        if self.hold_floor_ms < 0:
+            raise ValueError(f"negative hold: {self}")
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -220,6 +236,17 @@ def warm_up(
         batch = min(batch * 2, 256)
 
 
+@dataclass(frozen=True)
+class Launches:
+    """What :func:`time_launches` measured: per-launch GPU times (ms), the host's enqueue time
+    per launch (ms, median over the timed batches) and the hold each launch was timed behind
+    (ms of GPU work per launch; 0: not held)."""
+
+    samples: list[float]
+    host_ms: float
+    hold_ms_per_launch: float
+
+
 def time_launches(
     launch: Callable[..., None],
     sets: Sequence[tuple[Any, Any, Any]],
@@ -227,12 +254,17 @@ def time_launches(
     min_time_s: float,
     max_samples: int,
     device: str = "cuda",
-) -> list[float]:
+    hold_floor_ms: float = 0.0,
+) -> Launches:
     """Per-launch times (ms): at least ``min_samples`` and ``min_time_s`` of GPU time.
 
     Launches walk ``sets`` in order from ``sets[0]``, and the first batch of kept samples
     starts there too: ``sets[0]`` always receives a timed launch's output, which the worker
     re-checks after timing.
+
+    A launch shorter than ``hold_floor_ms``, or shorter than twice its host enqueue time, is
+    timed in batches behind a hold (``_Hold``) of max(``hold_floor_ms``, 1.5 x host time) per
+    launch.
     """
     clock = _Clock(device)
     # A first small batch measures the launch time and the host's enqueue time per launch, so
@@ -243,18 +275,24 @@ def time_launches(
     samples: list[float] = []
     want = max(min_samples, math.ceil(min_time_s * 1e3 / est))
     want = min(want, max_samples)
-    per_batch = max(1, min(_MAX_BATCH, int(_MAX_HOLD_MS / 1.5 / max(host_ms, 1e-3))))
     # Only a kernel shorter than its own launch needs the hold: a GPU-bound kernel keeps the
-    # queue full by itself (and a hold is GPU time that is not measured).
-    host_bound = host_ms > 0.5 * est
+    # queue full by itself (and a hold is GPU time that is not measured). The floor holds
+    # every kernel below it alike, whatever its host time.
+    host_bound = host_ms > 0.5 * est or est < hold_floor_ms
+    per_launch = max(hold_floor_ms, 1.5 * host_ms) if host_bound else 0.0
+    per_batch = max(1, min(_MAX_BATCH, int(_MAX_HOLD_MS / max(per_launch, 1.5e-3))))
     hold = _Hold(clock._torch) if host_bound and clock.cuda else None
     min_ms = min_time_s * 1e3
+    hosts: list[float] = []
     # Sized from the probe's fastest launch, ``want`` usually covers ``min_time_s``; if the
     # launches ran faster than that estimate, time more until it is met (up to max_samples).
     while len(samples) < max_samples and (len(samples) < want or sum(samples) < min_ms):
         short = math.ceil((min_ms - sum(samples)) / est) if sum(samples) < min_ms else 0
         n = min(max(want - len(samples), short, 1), per_batch, max_samples - len(samples))
-        hold_ms = min(_MAX_HOLD_MS, 1.5 * n * host_ms) if host_bound else 0.0
+        hold_ms = min(_MAX_HOLD_MS, n * per_launch)
         batch, host_ms = _run_batch(clock, launch, sets, n, len(samples), hold, hold_ms)
         samples += batch
-    return samples
+        hosts.append(host_ms)
+        if host_bound:  # a slower host than the probe's needs a longer hold
+            per_launch = max(per_launch, 1.5 * host_ms)
+    return Launches(samples, statistics.median(hosts) if hosts else host_ms, per_launch)

@@ -237,8 +237,14 @@ def _measure(
         if witness is not None:
             witness.out.poison()
         with TelemetrySampler(enabled=state.device == "cuda") as tel:
-            samples = time_launches(
-                launch, sets, min_samples, min_time_s, ts.max_samples, state.device
+            timed = time_launches(
+                launch,
+                sets,
+                min_samples,
+                min_time_s,
+                ts.max_samples,
+                state.device,
+                hold_floor_ms=ts.hold_floor_ms,
             )
         if witness is not None:
             synchronize(state.device)
@@ -248,7 +254,9 @@ def _measure(
         if state.device == "cuda":
             torch.cuda.empty_cache()
     return {
-        "samples": samples,
+        "samples": timed.samples,
+        "host_ms": timed.host_ms,
+        "hold_ms_per_launch": timed.hold_ms_per_launch,
         "telemetry": tel.summary(),
         "rotation_sets": n_sets,
         "recheck": checked,

@@ -41,7 +41,16 @@ def main() -> None:
             a, b = random_operands(p, "cuda")
             sets.append((a, b, torch.empty(p.m, p.n, device="cuda", dtype=a.dtype)))
         warm_up(launch, sets, ts.warmup_s, "cuda")
-        ours = summarize(time_launches(launch, sets, ts.min_samples, ts.min_time_s, ts.max_samples))
+        ours = summarize(
+            time_launches(
+                launch,
+                sets,
+                ts.min_samples,
+                ts.min_time_s,
+                ts.max_samples,
+                hold_floor_ms=ts.hold_floor_ms,
+            ).samples
+        )
         a, b, d = sets[0]
         theirs = triton.testing.do_bench(
             lambda a=a, b=b, d=d: launch(a, b, d), warmup=250, rep=500, return_mode="median"

@@ -51,6 +51,8 @@ class FakeWorker:
                 "samples": list(self.later_ms if self.later_ms and done > 4 else self.ms),
                 "telemetry": Telemetry(samples=10, sm_clock_mhz_mean=self.mhz),
                 "rotation_sets": 3,
+                "host_ms": 0.01 * done,  # the median of the rounds' is recorded
+                "hold_ms_per_launch": 0.0,
                 "recheck": self.recheck if cmd.get("recheck") else None,
             }
         return {"ok": True}
@@ -96,6 +98,8 @@ def test_tflops_and_pct_of_cublas_by_hand() -> None:
     assert rec.per_clock_pct_of_cublas == pytest.approx(93.75, rel=1e-12)
     assert ref.per_clock_pct_of_cublas == pytest.approx(100.0)
     assert rec.telemetry.sm_clock_mhz_mean == 1600.0 and rec.rotation_sets == 3
+    # each worker measured its kernel in 4 rounds, host 0.01 ms x its running count: median
+    assert rec.host_launch_ms == pytest.approx(0.025) and rec.hold_ms_per_launch == 0.0
 
 
 def test_square_problem_by_hand() -> None:

@@ -192,6 +192,7 @@ def test_every_field_of_a_bench_document_is_read() -> None:
         power_source="instant",
     )
     assert (ok.per_clock_pct_of_cublas, ok.cublas_drift_pct) == (93.75, -0.5)
+    assert (ok.host_launch_ms, ok.hold_ms_per_launch) == (0.012, 0.1)
     assert ok.gpu == {
         "host": "gpu-node-7",
         "visible": "1",

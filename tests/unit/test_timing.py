@@ -59,7 +59,7 @@ def test_time_launches_rotates_sets_and_meets_minimums() -> None:
     seen.clear()
     samples = time_launches(
         launch, sets, min_samples=50, min_time_s=0.02, max_samples=500, device="cpu"
-    )
+    ).samples
     assert len(samples) >= 50
     assert sum(samples) >= 20.0
     assert all(x >= 0.2 for x in samples)
@@ -77,8 +77,25 @@ def test_time_launches_meets_min_time_when_launches_speed_up() -> None:
 
     samples = time_launches(
         launch, [(0, None, None)], min_samples=5, min_time_s=0.02, max_samples=1000, device="cpu"
-    )
+    ).samples
     assert sum(samples) >= 20.0 and len(samples) > 20
+
+
+def test_the_hold_floor_holds_every_short_kernel_alike() -> None:
+    """Below the floor every launch is held behind the same GPU work, however quick its host:
+    a DSL's slower launch no longer buys its batches a longer hold (and a hotter GPU) than
+    cuBLAS's. Without a floor the hold follows the host's enqueue time."""
+
+    def launch(a, b, d):
+        time.sleep(0.0002)
+
+    sets = [(0, None, None)]
+    floored = time_launches(launch, sets, 5, 0.01, 200, device="cpu", hold_floor_ms=5.0)
+    assert floored.hold_ms_per_launch == 5.0  # 1.5 x a ~0.25 ms host time is below it
+    assert floored.host_ms > 0
+    plain = time_launches(launch, sets, 5, 0.01, 200, device="cpu")
+    assert plain.hold_ms_per_launch >= 1.5 * 0.2  # a CPU "kernel" is all host time: held
+    assert plain.hold_ms_per_launch < 5.0
 
 
 def test_hold_runs_before_the_batch_and_outside_its_samples() -> None:
