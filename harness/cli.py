@@ -690,9 +690,9 @@ def build_parser() -> argparse.ArgumentParser:
         type=float,
         default=TimerSettings.hold_floor_ms,
         metavar="MS",
-        help="time every kernel shorter than MS behind at least MS of GPU work per launch, "
-        "so every DSL's short kernels run at the same clock whatever its launch cost "
-        "(0: hold only host-bound kernels, 1.5x their host time)",
+        help="time every kernel shorter than MS behind at least MS of full-load GPU work per "
+        "launch, the same for every DSL whatever its launch cost (default 0: hold only "
+        "kernels shorter than their host launch, 1.5x their host time)",
     )
     p.add_argument("--checks", type=int, default=2, help="correctness checks per problem")
     p.add_argument("--check-only", action="store_true", help="check correctness, skip timing")

@@ -3,11 +3,12 @@
 A document is ``{"schema": "gemm-dsl-study/results", "schema_version": 3, "kind": "bench" |
 "codegen", "created", "environment": {...}, "records": [...]}``. A bench record is one
 (kernel, config, problem) — status, error metrics, timing statistics, TFLOPS, % of cuBLAS in
-the same run (and per clock), cuBLAS's drift over the problem, telemetry, the GPU it ran on and
-the versions of its environment; a codegen record one kernel compiled for its arch —
-registers, spills, shared memory, compile time, lines of code, the PTX features found. Older
-documents read as far as they go: version 2 without GPU, versions and drift (None), version 1
-also without configs (``config = None``).
+the same run (and per clock), cuBLAS's drift over the problem, the host's launch time and the
+hold per launch, telemetry, the GPU it ran on and the versions of its environment; a codegen
+record one kernel compiled for its arch — registers, spills, shared memory, compile time,
+lines of code, the PTX features found. Older documents read as far as they go: version 3
+files written before 2026-11-27 without launch times and holds, version 2 also without GPU,
+versions and drift (None), version 1 also without configs (``config = None``).
 
 :class:`ResultsWriter` rewrites the whole document through a temporary file and ``os.replace``
 after every record (or every problem's records, :meth:`ResultsWriter.add_many`), so a run

@@ -53,11 +53,11 @@ class TimerSettings:
     #: 1230-1280 MHz at 4425x8192x28672), which cuBLAS alone would be timed in.
     settle_s: float = 2.0
     #: GPU hold per launch of a held batch, at least (ms): every kernel shorter than this is
-    #: held, each launch behind at least this much of the hold's GEMMs, so the share of the
-    #: batch window at full load — and the clock it sets — is the same for every kernel of a
-    #: problem rather than scaled by its DSL's host launch time (a hold of 1.5 x the host's
-    #: enqueue time per launch gave a slow launcher a hotter, slower GPU; docs/design.md,
-    #: "Timing"). 0: a launch is held 1.5 x its host time, and only when host-bound.
+    #: held, each launch behind at least this much of the hold's GEMMs, so DSLs whose host
+    #: launch costs differ can be timed behind the same share of full-load work. 0 (the
+    #: default): a launch is held 1.5 x its host time, and only when host-bound. Raising
+    #: cuBLAS's hold to 0.1 ms moved no small-M ratio beyond the spread (docs/design.md,
+    #: "Timing").
     hold_floor_ms: float = 0.0
 
     def __post_init__(self) -> None:

@@ -82,9 +82,9 @@ def test_time_launches_meets_min_time_when_launches_speed_up() -> None:
 
 
 def test_the_hold_floor_holds_every_short_kernel_alike() -> None:
-    """Below the floor every launch is held behind the same GPU work, however quick its host:
-    a DSL's slower launch no longer buys its batches a longer hold (and a hotter GPU) than
-    cuBLAS's. Without a floor the hold follows the host's enqueue time."""
+    """Below the floor every launch is held behind the same GPU work, however quick its host,
+    so a DSL's slower launch does not hold its batches longer than cuBLAS's. Without a floor
+    the hold follows the host's enqueue time."""
 
     def launch(a, b, d):
         time.sleep(0.0002)
