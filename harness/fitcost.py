@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import dataclasses
 import statistics
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import Any
 
 from harness.gemm import Problem
 from harness.protocol import Rung
@@ -31,7 +32,7 @@ from harness.tile_cost import (
     named,
 )
 
-__all__ = ["ceiling", "own_choice", "report", "samples"]
+__all__ = ["ceiling", "model_config", "own_choice", "report", "samples"]
 
 _FIELDS = tuple(f.name for f in dataclasses.fields(GemmConfig))
 #: Records written before the shared vocabulary (Gluon's rung 8 named the tile block_m x
@@ -40,20 +41,28 @@ _LEGACY_NAMES = {"block_m": "tile_m", "block_n": "tile_n"}
 _DEFAULTS = {f.name: f.default for f in dataclasses.fields(GemmConfig)}
 
 
+def model_config(values: Mapping[str, Any] | None) -> GemmConfig | None:
+    """A record's ``config_values`` in the shared vocabulary: legacy names mapped, knobs the
+    record predates at their defaults, a backend's own knobs dropped; None for a config of
+    another vocabulary (or none)."""
+    if not values:
+        return None
+    knobs = {_LEGACY_NAMES.get(k, k): v for k, v in values.items()}
+    if not {"tile_m", "tile_n", "cluster"} <= set(knobs):
+        return None
+    return GemmConfig(**{f: knobs.get(f, _DEFAULTS[f]) for f in _FIELDS})
+
+
 def samples(docs: Iterable[Document], backends: Sequence[str] | None = None) -> list[Sample]:
     """One sample per (GPU, problem, config as the model sees it) from the timed rung-8 records
     of ``docs``: the median time; where knobs the model cannot see (a backend's own, or raster
     and group) give several records of one model config, the fastest of them."""
     best: dict[tuple[str, Problem, GemmConfig], Sample] = {}
     for gpu, doc, rec in _timed_rung8(docs, backends):
-        if not rec.config_values:
-            continue
-        values = {_LEGACY_NAMES.get(k, k): v for k, v in rec.config_values.items()}
-        if not {"tile_m", "tile_n", "cluster"} <= set(values):
-            continue  # a config of another vocabulary
-        knobs = {f: values.get(f, _DEFAULTS[f]) for f in _FIELDS}
-        knobs["raster"], knobs["group"] = "m", 8
-        config = GemmConfig(**knobs)
+        shared = model_config(rec.config_values)
+        if shared is None:
+            continue  # no config, or one of another vocabulary
+        config = dataclasses.replace(shared, raster="m", group=8)
         seconds = rec.median_ms * 1e-3  # type: ignore[operator]
         key = (gpu, rec.problem, config)
         if key not in best or seconds < best[key].seconds:

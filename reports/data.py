@@ -28,6 +28,7 @@ computation.
 from __future__ import annotations
 
 import functools
+import itertools
 import math
 import os
 from collections import Counter
@@ -35,11 +36,13 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from harness.fitcost import model_config
 from harness.gemm import DTYPES, Problem
 from harness.problems import held_out, suite_shapes
 from harness.protocol import Rung
 from harness.records import BenchRecord, CodegenRecord, Status
 from harness.results import Document, ResultsError, load_many, result_files
+from harness.tile_cost import NARROW
 
 __all__ = [
     "BACKEND_ORDER",
@@ -48,6 +51,7 @@ __all__ = [
     "SUITE_ORDER",
     "SWEEP_RUNGS",
     "ChainRow",
+    "ConfigClass",
     "Dataset",
     "ReportError",
     "SweepPanel",
@@ -65,6 +69,7 @@ __all__ = [
     "load_dataset",
     "pct_table",
     "problem_order",
+    "same_config_classes",
     "suite_problems",
     "suites_of",
     "sweep_order",
@@ -674,6 +679,85 @@ def sweep_table(ds: Dataset, suite: str = "sweep") -> list[SweepPanel]:
                 )
             panels.append(SweepPanel(backend, dtype, kernels, tuple(rows), stats, suite))
     return panels
+
+
+#: :func:`same_config_classes`' classes, in table order.
+CONFIG_CLASSES = (
+    "same config, unswapped",
+    "same config, narrow swapped cover",
+    "same config, wide swap",
+    "different configs",
+)
+
+
+@dataclass(frozen=True)
+class ConfigClass:
+    """Two backends' rung 8 over one suite and dtype, on the shapes both timed, in one class
+    of :data:`CONFIG_CLASSES`: how many shapes, and the geometric mean of ``second``'s % of
+    cuBLAS over ``first``'s (each against cuBLAS in its own run)."""
+
+    suite: str
+    dtype: str
+    first: str
+    second: str
+    kind: str
+    shapes: int
+    ratio: float
+
+
+def _config_class(a: BenchRecord, b: BenchRecord) -> str:
+    ca, cb = model_config(a.config_values), model_config(b.config_values)
+    if ca is None or ca != cb:
+        return CONFIG_CLASSES[3]
+    if not ca.swap_ab:
+        return CONFIG_CLASSES[0]
+    return CONFIG_CLASSES[1] if ca.tile_n <= max(NARROW) else CONFIG_CLASSES[2]
+
+
+def same_config_classes(panels: Iterable[SweepPanel]) -> list[ConfigClass]:
+    """Where one backend's rung 8 trails or leads another's, split by whether the two ran the
+    same config (the shared knobs of ``harness.tile_cost.GemmConfig``, as
+    ``harness.fitcost.model_config`` reads a record's; a backend's own knobs, an epilogue or
+    persistence, are part of its kernel) — kernel against kernel — or chose differently (the
+    selection, or a tile one DSL cannot express). Per (suite, dtype) and pair of backends in
+    :data:`BACKEND_ORDER`; a class with no shape is left out, and each pair ends with an
+    "all shapes" row."""
+    rung = SWEEP_RUNGS[1]
+    groups: dict[tuple[str, str], list[SweepPanel]] = {}
+    for panel in panels:
+        if rung in panel.kernels:
+            groups.setdefault((panel.suite, panel.dtype), []).append(panel)
+    out: list[ConfigClass] = []
+    for (suite, dtype), group in groups.items():
+        ordered = sorted(group, key=lambda p: backend_order(p.backend))
+        for first, second in itertools.combinations(ordered, 2):
+            theirs = {row.problem: row for row in second.rows}
+            logs: dict[str, list[float]] = {}
+            for row in first.rows:
+                other = theirs.get(row.problem)
+                a, pa = row.records.get(rung), row.pct.get(rung)
+                if other is None or a is None or pa is None:
+                    continue
+                b, pb = other.records.get(rung), other.pct.get(rung)
+                if b is None or pb is None:
+                    continue
+                logs.setdefault(_config_class(a, b), []).append(math.log(pb / pa))
+            if not logs:
+                continue
+            every = [x for kind in CONFIG_CLASSES for x in logs.get(kind, [])]
+            for kind, xs in [*((k, logs[k]) for k in CONFIG_CLASSES if k in logs), ("all", every)]:
+                out.append(
+                    ConfigClass(
+                        suite,
+                        dtype,
+                        first.backend,
+                        second.backend,
+                        "all shapes" if kind == "all" else kind,
+                        len(xs),
+                        math.exp(sum(xs) / len(xs)),
+                    )
+                )
+    return out
 
 
 def _ran(doc: Document, suite: str) -> bool:

@@ -26,6 +26,7 @@ from reports.data import (
     chain_table,
     has_chain,
     problem_order,
+    same_config_classes,
     suites_of,
     sweep_panels,
 )
@@ -43,6 +44,7 @@ __all__ = [
     "records_lines",
     "report_files",
     "runs_lines",
+    "same_config_lines",
     "sweep_lines",
     "sweep_stats_lines",
     "tuning_lines",
@@ -50,7 +52,10 @@ __all__ = [
 
 #: The files report.md links to, with what they hold.
 LINKED = {
-    "sweep.md": "every shape of every shape-sweep panel: cuBLAS, rung 7 and rung 8, configs",
+    "sweep.md": (
+        "every shape of every shape-sweep panel: cuBLAS, rung 7 and rung 8, configs; two "
+        "DSLs' rung 8 by same config or not"
+    ),
     "tuning.md": "every config timed for every (kernel, problem) with more than one",
     "records.md": "every timed record: time, spread, TFLOPS, TFLOPS/GHz, clocks, power, error",
     "environment.md": "every run's environment: GPU, clocks, power limit, driver, versions, git",
@@ -461,7 +466,7 @@ def sweep_lines(ds: Dataset) -> list[str]:
         md += [_panel_heading(panel), ""]
         md += _md_table(header, rows)
         md += ["", *_panel_stats(panel), ""]
-    md += [_SWEEP_NOTE]
+    md += [_SWEEP_NOTE, "", *same_config_lines(panels)]
     if any_fallback:
         md += [
             "",
@@ -469,6 +474,33 @@ def sweep_lines(ds: Dataset) -> list[str]:
             "the fastest config measured is shown instead.",
         ]
     return md
+
+
+def same_config_lines(panels: list[Any]) -> list[str]:
+    """Two DSLs' rung 8 side by side, split by whether they ran the same config (sweep.md)."""
+    classes = same_config_classes(panels)
+    if not classes:
+        return []
+    rows = [
+        [
+            f"`{c.suite}`",
+            c.dtype,
+            f"{c.second} / {c.first}",
+            c.kind,
+            str(c.shapes),
+            f"{c.ratio:.3f}",
+        ]
+        for c in classes
+    ]
+    return [
+        "**Same config, two DSLs.** Rung 8 of the second DSL against the first, per shape both "
+        "timed: the geometric mean of their % of cuBLAS (each against cuBLAS in its own run), "
+        "split by whether the two ran the same config (the shared knobs of "
+        "`harness.tile_cost.GemmConfig`: kernel against kernel) or chose differently (the "
+        "selection, or a tile one DSL cannot express).",
+        "",
+        *_md_table(["suite", "dtype", "DSLs", "configs", "shapes", "ratio"], rows),
+    ]
 
 
 def runs_lines(ds: Dataset) -> list[str]:

@@ -37,7 +37,9 @@ from reports.data import (
     chain_table,
     load_dataset,
     pct_table,
+    same_config_classes,
     sweep_order,
+    sweep_panels,
     sweep_table,
     tflops_range,
     warmups,
@@ -638,6 +640,48 @@ def test_the_sweep_figure_draws_the_latest_held_out_suites(tmp_path: Path) -> No
     assert labels == [f"held out {s}, fp16\n% of cuBLAS" for s in suites[1:]]
     md = "\n".join(sweep_lines(ds))
     assert all(f"`{s}`" in md for s in suites)
+
+
+def test_two_dsls_rung_8_splits_by_same_config_or_not(tmp_path: Path) -> None:
+    """Two backends' rung 8 over one held-out suite, compared per shape both timed: by config
+    class (same shared knobs, unswapped / narrow cover / wide swap; or different), each a
+    geomean of the second's % of cuBLAS over the first's. A backend's own knob (epilogue) does
+    not make configs differ; a shared one (split_k) does; a legacy name (block_n) reads as
+    its shared one."""
+    suite = "random:9:4"
+    shapes = [Problem(m, n, k) for m, n, k in suite_shapes(suite)]
+    unswapped = dict(tile_m=128, tile_n=256, cluster=2, swap_ab=False, split_k=1)
+    cover = dict(tile_m=64, tile_n=16, cluster=1, swap_ab=True, split_k=1)
+    wide = dict(tile_m=128, tile_n=144, cluster=1, swap_ab=True, split_k=1)
+    legacy = dict(block_m=64, block_n=16, cluster=1, swap_ab=True, split_k=1)  # cover, old names
+    # (first's config, second's config, second's time): the first runs 0.1 ms everywhere
+    plan = [
+        (unswapped, dict(unswapped, epilogue="direct"), 0.125),  # 80 %: same, own knob aside
+        (dict(cover, epilogue="tma"), legacy, 0.08),  # 125 %
+        (wide, wide, 0.1),  # 100 %
+        (cover, dict(cover, split_k=2), 0.05),  # 200 %: different configs
+    ]
+    w = ResultsWriter(tmp_path / "two.json", "bench", {"gpu": "x", "run": {"suites": [suite]}})
+    for p, (first, second, ms) in zip(shapes, plan, strict=True):
+        w.add(bench_record("cublas", 0, p, 0.1))
+        w.add(bench_record("delta", 8, p, 0.1, config="a", config_values=first, selected=True))
+        w.add(bench_record("gamma", 8, p, ms, config="b", config_values=second, selected=True))
+    w.finish()
+    ds = load_dataset([tmp_path / "two.json"])
+    got = {
+        c.kind: (c.first, c.second, c.shapes, round(c.ratio, 6))
+        for c in same_config_classes(sweep_panels(ds))
+    }
+    assert got == {
+        "same config, unswapped": ("delta", "gamma", 1, 0.8),
+        "same config, narrow swapped cover": ("delta", "gamma", 1, 1.25),
+        "same config, wide swap": ("delta", "gamma", 1, 1.0),
+        "different configs": ("delta", "gamma", 1, 2.0),
+        "all shapes": ("delta", "gamma", 4, round((0.8 * 1.25 * 1.0 * 2.0) ** 0.25, 6)),
+    }
+    md = "\n".join(sweep_lines(ds))
+    assert "**Same config, two DSLs.**" in md
+    assert f"| `{suite}` | fp16 | gamma / delta | different configs | 1 | 2.000 |" in md
 
 
 def test_a_figure_without_data_is_neither_written_nor_linked(tmp_path: Path) -> None:
