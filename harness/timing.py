@@ -240,7 +240,7 @@ def warm_up(
 class Launches:
     """What :func:`time_launches` measured: per-launch GPU times (ms), the host's enqueue time
     per launch (ms, median over the timed batches) and the hold each launch was timed behind
-    (ms of GPU work per launch; 0: not held)."""
+    (ms of GPU work per launch, median over the batches; 0: not held)."""
 
     samples: list[float]
     host_ms: float
@@ -284,15 +284,19 @@ def time_launches(
     hold = _Hold(clock._torch) if host_bound and clock.cuda else None
     min_ms = min_time_s * 1e3
     hosts: list[float] = []
+    held: list[float] = []
     # Sized from the probe's fastest launch, ``want`` usually covers ``min_time_s``; if the
     # launches ran faster than that estimate, time more until it is met (up to max_samples).
     while len(samples) < max_samples and (len(samples) < want or sum(samples) < min_ms):
         short = math.ceil((min_ms - sum(samples)) / est) if sum(samples) < min_ms else 0
         n = min(max(want - len(samples), short, 1), per_batch, max_samples - len(samples))
         hold_ms = min(_MAX_HOLD_MS, n * per_launch)
+        if host_bound:
+            held.append(per_launch)
         batch, host_ms = _run_batch(clock, launch, sets, n, len(samples), hold, hold_ms)
         samples += batch
         hosts.append(host_ms)
-        if host_bound:  # a slower host than the probe's needs a longer hold
-            per_launch = max(per_launch, 1.5 * host_ms)
-    return Launches(samples, statistics.median(hosts) if hosts else host_ms, per_launch)
+        if host_bound:  # the next batch is held for the host time this one took
+            per_launch = max(hold_floor_ms, 1.5 * host_ms)
+    hold_per_launch = statistics.median(held) if held else 0.0
+    return Launches(samples, statistics.median(hosts) if hosts else host_ms, hold_per_launch)
