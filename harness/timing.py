@@ -278,25 +278,25 @@ def time_launches(
     # Only a kernel shorter than its own launch needs the hold: a GPU-bound kernel keeps the
     # queue full by itself (and a hold is GPU time that is not measured). The floor holds
     # every kernel below it alike, whatever its host time.
-    host_bound = host_ms > 0.5 * est or est < hold_floor_ms
-    per_launch = max(hold_floor_ms, 1.5 * host_ms) if host_bound else 0.0
+    needs_hold = host_ms > 0.5 * est or est < hold_floor_ms
+    per_launch = max(hold_floor_ms, 1.5 * host_ms) if needs_hold else 0.0
     per_batch = max(1, min(_MAX_BATCH, int(_MAX_HOLD_MS / max(per_launch, 1.5e-3))))
-    hold = _Hold(clock._torch) if host_bound and clock.cuda else None
+    hold = _Hold(clock._torch) if needs_hold and clock.cuda else None
     min_ms = min_time_s * 1e3
     hosts: list[float] = []
-    held: list[float] = []
+    holds: list[float] = []
     # Sized from the probe's fastest launch, ``want`` usually covers ``min_time_s``; if the
     # launches ran faster than that estimate, time more until it is met (up to max_samples).
     while len(samples) < max_samples and (len(samples) < want or sum(samples) < min_ms):
         short = math.ceil((min_ms - sum(samples)) / est) if sum(samples) < min_ms else 0
         n = min(max(want - len(samples), short, 1), per_batch, max_samples - len(samples))
         hold_ms = min(_MAX_HOLD_MS, n * per_launch)
-        if host_bound:
-            held.append(per_launch)
+        if needs_hold:
+            holds.append(per_launch)
         batch, host_ms = _run_batch(clock, launch, sets, n, len(samples), hold, hold_ms)
         samples += batch
         hosts.append(host_ms)
-        if host_bound:  # the next batch is held for the host time this one took
+        if needs_hold:  # the next batch is held for the host time this one took
             per_launch = max(hold_floor_ms, 1.5 * host_ms)
-    hold_per_launch = statistics.median(held) if held else 0.0
+    hold_per_launch = statistics.median(holds) if holds else 0.0
     return Launches(samples, statistics.median(hosts) if hosts else host_ms, hold_per_launch)

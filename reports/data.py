@@ -745,14 +745,15 @@ def same_config_classes(panels: Iterable[SweepPanel]) -> list[ConfigClass]:
             if not logs:
                 continue
             every = [x for kind in CONFIG_CLASSES for x in logs.get(kind, [])]
-            for kind, xs in [*((k, logs[k]) for k in CONFIG_CLASSES if k in logs), ("all", every)]:
+            rows = [(k, logs[k]) for k in CONFIG_CLASSES if k in logs]
+            for kind, xs in [*rows, ("all shapes", every)]:
                 out.append(
                     ConfigClass(
                         suite,
                         dtype,
                         first.backend,
                         second.backend,
-                        "all shapes" if kind == "all" else kind,
+                        kind,
                         len(xs),
                         math.exp(sum(xs) / len(xs)),
                     )
