@@ -154,7 +154,6 @@ def _r8_cases():
     128 and 256 rows, cluster 1 and 2, both rasters."""
     c1 = dict(cluster=1)
     swap = dict(cluster=1, swap_ab=True)
-    direct = dict(epilogue="direct", **swap)
     shapes = {
         "c2-128x128-persistent": (Problem(8192, 8192, 8192), dict(tile_n=128)),
         "128x256-c1": (Problem(128, 28672, 4096), dict(**c1)),
@@ -169,12 +168,6 @@ def _r8_cases():
         "swap-64x64-bf16": (Problem(64, 4096, 4096, "bf16"), dict(tile_m=64, tile_n=64, **swap)),
         "swap-128x32": (Problem(32, 8192, 4096), dict(tile_n=32, **swap)),
         "swap-128x16-split4": (Problem(1, 4096, 4096), dict(tile_n=16, split_k=4, **swap)),
-        # the narrow covers' direct stores: a ragged M and N (predicated edges), and 128 rows
-        "swap-64x16-direct": (Problem(5, 3592, 4096), dict(tile_m=64, tile_n=16, **direct)),
-        "swap-128x64-direct-bf16": (
-            Problem(34, 5120, 4096, "bf16"),
-            dict(tile_n=64, **direct),
-        ),
         "wide-128x144-c2": (Problem(274, 16384, 16384), dict(tile_n=144, swap_ab=True)),
         "wide-128x144-c1-rn": (
             Problem(274, 4096, 4096),
@@ -248,9 +241,8 @@ def test_r8_code_paths(problem, knobs):
     widths = {f"m64n{w}k16" for w in config.boxes if w}
     assert set(re.findall(r"wgmma\.mma_async\.sync\.aligned\.(m\d+n\d+k\d+)\.f32", ptx)) == widths
     stores = re.findall(r"cp\.async\.bulk\.tensor\.2d\.global\.shared::cta", ptx)  # TMA store
-    direct = config.epilogue == "direct"
-    assert bool(stores) != direct  # the direct stores leave D from registers, no TMA store
-    if config.swap_ab and config.split_k == 1 and not direct:  # one store per box per consumer
+    assert stores
+    if config.swap_ab and config.split_k == 1:  # one store per box per consumer
         assert len(stores) == len(widths) * config.num_consumers, config.name
     assert re.search(r"setmaxnreg\.dec\.sync\.aligned\.u32\s+40;", ptx)
     two = config.cluster == 2
@@ -264,16 +256,13 @@ def test_r8_code_paths(problem, knobs):
         per_k16 = 2 * len(widths) * config.num_consumers
         assert len(re.findall(r"wgmma\.mma_async", ptx)) == per_k16 * r8.BLOCK_K // 16
     # (an fp32 split-K partial has no 16-bit stmatrix: plain shared stores transpose it)
-    transposed = config.swap_ab and config.split_k == 1 and not direct
+    transposed = config.swap_ab and config.split_k == 1
     assert bool(re.search(r"stmatrix\.sync\.aligned\.\S*\.trans", ptx)) == transposed
     assert not re.search(r"\b(atom|red)\.", ptx)
     assert art.spill_bytes == 0, f"{config.name}: spills {art.spill_bytes} (None: no ptxas log)"
     assert art.shared_bytes is not None and art.shared_bytes <= 227 * 1024
-    # only a stream-K segment (its fp32 partial, 32 bits a store) and the direct epilogue
-    # (16-bit D elements, predicated on D's edges) store from registers
-    assert bool(re.search(r"st\.global", ptx)) == (config.stream_k or direct)
-    if direct:
-        assert re.search(r"@%p\d+ st\.global(\.v\d)?\.b16", ptx), "unpredicated direct stores"
+    # only a stream-K segment stores from registers: its fp32 partial, 32 bits a store
+    assert bool(re.search(r"st\.global", ptx)) == config.stream_k
     if config.stream_k:
         assert any("streamk_reduce_kernel" in n for n in art.notes)
         red = kernel.reduce_codegen(problem, "sm_90a", config)
@@ -396,11 +385,10 @@ def test_r8_menu_fits_shared_memory():
             epilogue = config.epilogue_bytes(out_bytes)
             assert config.stages(out_bytes) >= 2, config.name
             assert config.stages(out_bytes) * stage + epilogue <= r8.SMEM_BUDGET, config.name
-    # curated: 48 configs, the six narrow covers' direct-store twins, plus the wide swaps (each
-    # width on three tile families, two rasters) and the 256-row ones up to SWAP_WIDE_256
-    # (cluster 1 and 2, two rasters)
+    # curated: 48 configs, plus the wide swaps (each width on three tile families, two rasters)
+    # and the 256-row ones up to SWAP_WIDE_256 (cluster 1 and 2, two rasters)
     wide256 = sum(w <= r8.SWAP_WIDE_256 for w in r8.SWAP_WIDE)
-    most = 48 + 6 + len(r8.SWAP_WIDE) * 3 * 2 + wide256 * 2 * 2
+    most = 48 + len(r8.SWAP_WIDE) * 3 * 2 + wide256 * 2 * 2
     assert len(r8.MENU) <= most, "a curated menu, not a product"
     for config in r8.MENU:
         if config.tile_m == 256:  # W fp32 accumulators a consumer thread: no wider than 144

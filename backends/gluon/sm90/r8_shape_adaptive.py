@@ -42,10 +42,7 @@ Config knobs: ``R8Config`` is ``harness.tile_cost.GemmConfig``, the vocabulary e
 shares — ``tile_m`` (64 | 128 rows per CTA = 1 | 2 consumer warpgroups), ``tile_n``,
 ``cluster``, ``swap_ab``, ``split_k``, ``stream_k``, ``raster`` ("m": the tile order walks
 M within a group — a narrow swapped cover has one column, so the order is the same either
-way; "n" only for the wide swaps, see above), ``group``; and Gluon's own ``epilogue``: "tma"
-(registers -> shared -> TMA store), or for an unsplit narrow swapped cover "direct"
-(predicated stores from the accumulators, no epilogue buffer; on the menu as a variant the
-heuristic does not take until it is timed against the TMA store). The menu is curated (``MENU``
+way; "n" only for the wide swaps, see above), ``group``. The menu is curated (``MENU``
 below); the heuristic is the shared cost model's cheapest allowed entry. Derived per
 problem, not knobs: the stage count (from the tile family) and persistence (from the
 problem's tile count).
@@ -177,7 +174,6 @@ class Smem:
     PERSISTENT: gl.constexpr
     TAIL_N: gl.constexpr
     ROWS_FIRST: gl.constexpr
-    DIRECT: gl.constexpr
 
     @gluon.constexpr_function
     def __init__(
@@ -210,7 +206,6 @@ class Smem:
         PERSISTENT,
         TAIL_N,
         ROWS_FIRST,
-        DIRECT,
     ):
         self.a_desc = a_desc
         self.b_desc = b_desc
@@ -240,7 +235,6 @@ class Smem:
         self.PERSISTENT = gl.constexpr(PERSISTENT)
         self.TAIL_N = gl.constexpr(TAIL_N)
         self.ROWS_FIRST = gl.constexpr(ROWS_FIRST)
-        self.DIRECT = gl.constexpr(DIRECT)
 
 
 # -- the schedule: work units -> (tile, K range, where the result goes) -----------------------
@@ -449,9 +443,7 @@ def _store_tile(s: Smem, acc, off_m, off_n, split, C: gl.constexpr):
     TILE_N: gl.constexpr = s.b_desc.block_shape[0]
     EPI_N: gl.constexpr = s.c_desc.block_shape[1]
     row0 = split * s.split_rows  # 0 without split-K
-    if s.DIRECT:
-        _store_direct(s, acc, off_m + C * BOX_M, off_n)
-    elif s.SWAP_AB:
+    if s.SWAP_AB:
         # The kernel computed D^T (its rows are D's columns). The permute only relabels the
         # register layout; the shared store transposes (stmatrix .trans for 16-bit D) into
         # D's row-major box.
@@ -479,21 +471,6 @@ def _store_tile(s: Smem, acc, off_m, off_n, split, C: gl.constexpr):
             c_smem.store(boxes[j // 2][j % 2])
             fence_async_shared()
             tma.async_store(s.c_desc, [row0 + off_m + C * BOX_M, off_n + j * EPI_N], c_smem)
-
-
-@gluon.jit
-def _store_direct(s: Smem, acc, row0, col0):
-    """A narrow swapped tile's D straight from the accumulator registers (``epilogue=direct``):
-    the kernel's rows are D's columns, so element (r, c) goes to D[col0 + c, row0 + r], whose
-    row stride is the kernel's row count. Predicated on D's edges; no shared memory, fence or
-    TMA store, which a decode tile of a few KiB otherwise waits on once at its end."""
-    layout: gl.constexpr = acc.type.layout
-    rows = row0 + gl.arange(0, acc.shape[0], gl.SliceLayout(1, layout))
-    cols = col0 + gl.arange(0, acc.shape[1], gl.SliceLayout(0, layout))
-    r = gl.expand_dims(rows, 1)
-    c = gl.expand_dims(cols, 0)
-    offs = c.to(gl.int64) * s.M + r
-    gl.store(s.w_ptr + offs, acc.to(s.w_ptr.dtype.element_ty), mask=(r < s.M) & (c < s.N))
 
 
 @gluon.jit
@@ -551,7 +528,6 @@ def r8_shape_adaptive_kernel(
     PERSISTENT: gl.constexpr,
     TAIL_N: gl.constexpr,
     ROWS_FIRST: gl.constexpr,
-    DIRECT: gl.constexpr,
     PRODUCER_WARPS: gl.constexpr,
     PRODUCER_REGS: gl.constexpr,
     CONSUMER_REGS: gl.constexpr,
@@ -568,14 +544,11 @@ def r8_shape_adaptive_kernel(
     # One epilogue buffer per consumer, or two when the tile leaves in 64-column boxes.
     boxed: gl.constexpr = not SWAP_AB and c_desc.block_shape[1] < b_desc.block_shape[0]
     EPI_BUFS: gl.constexpr = 2 if boxed else 1
-    if DIRECT:  # D leaves from registers: no epilogue buffer (c_smem stands in, unused)
-        c_smem = b_bufs
-    else:
-        c_smem = gl.allocate_shared_memory(
-            c_desc.dtype,
-            [NUM_CONSUMERS * EPI_BUFS] + c_desc.block_shape,  # noqa: RUF005
-            c_desc.layout,
-        )
+    c_smem = gl.allocate_shared_memory(
+        c_desc.dtype,
+        [NUM_CONSUMERS * EPI_BUFS] + c_desc.block_shape,  # noqa: RUF005
+        c_desc.layout,
+    )
     # A tile two boxes wide (a wide swap: TAIL_N > 0) has a second B ring and D buffer; any
     # other tile passes its first box's descriptors again, unused.
     if TAIL_N > 0:
@@ -634,7 +607,6 @@ def r8_shape_adaptive_kernel(
         PERSISTENT,
         TAIL_N,
         ROWS_FIRST,
-        DIRECT,
     )
     # -- roles --
     if NUM_CONSUMERS == 2:
@@ -732,12 +704,7 @@ def streamk_reduce_kernel(
 @dataclass(frozen=True)
 class R8Config(GemmConfig):
     """Rung 8's knobs: ``harness.tile_cost.GemmConfig``, the vocabulary every rung 8 shares
-    (Gluon's tile order walks M within an L2 group: ``raster`` is always "m" here), plus
-    ``epilogue``: "tma" (registers -> shared -> TMA store) or, for a narrow swapped cover,
-    "direct" (predicated stores from the accumulator registers, as CuTeDSL's narrow covers
-    leave; ``_store_direct``)."""
-
-    epilogue: str = "tma"
+    (Gluon's tile order walks M within an L2 group: ``raster`` is always "m" here)."""
 
     @property
     def num_consumers(self) -> int:
@@ -767,10 +734,7 @@ class R8Config(GemmConfig):
         return EPI_N if boxed else self.tile_n
 
     def epilogue_bytes(self, out_bytes: int) -> int:
-        """Shared memory of the epilogue buffers (``out_bytes`` per element; none for the
-        direct stores)."""
-        if self.epilogue == "direct":
-            return 0
+        """Shared memory of the epilogue buffers (``out_bytes`` per element)."""
         buffers = 1 if self.epi_n == self.tile_n else 2
         return self.tile_m * self.epi_n * buffers * out_bytes
 
@@ -802,7 +766,6 @@ def _menu() -> tuple[R8Config, ...]:
     for tm in (128, 64):
         for tn in (16, 32, 64):
             menu += [R8Config(tm, tn, cluster=1, swap_ab=True, split_k=s) for s in (1, 2, 4)]
-            menu.append(R8Config(tm, tn, cluster=1, swap_ab=True, epilogue="direct"))
     for tm, tn, cluster in STREAM_K_TILES:
         menu.append(R8Config(tm, tn, cluster, stream_k=True))
     for tn in SWAP_WIDE:
@@ -846,12 +809,6 @@ def _valid(problem: Problem, config: R8Config) -> str | None:
         return f"tile_n = {config.tile_n}: two boxes only for a swapped tile, 8..128 + 8 wide"
     if config.stream_k and (config.swap_ab or config.split_k > 1 or problem.n % 8):
         return "stream-K: unswapped, unsplit, and D's rows 16-byte aligned (N % 8 == 0)"
-    if config.epilogue not in ("tma", "direct"):
-        return f"epilogue {config.epilogue!r}: tma or direct"
-    if config.epilogue == "direct" and (
-        not config.swap_ab or config.wide_swap or config.split_k > 1 or config.stream_k
-    ):
-        return "epilogue=direct: an unsplit narrow swapped cover (16..64 columns) only"
     rows, cols = workspace_shape(problem, config)
     if config.split_k > 1 and rows * cols * 4 > MAX_WORKSPACE_BYTES:
         return f"needs a {rows * cols * 4 >> 20} MiB split-K workspace (split-K is for small M x N)"
@@ -915,14 +872,9 @@ COST = HOPPER.with_params(
 
 
 def _variant(problem: Problem, config: R8Config) -> bool:
-    """Knobs the cost model cannot see, set otherwise than the heuristic would: group 16, a
-    wide swap's raster other than ``heuristic_raster``'s, or the direct stores (timed against
-    the TMA store before the heuristic takes them: README, "Eleventh version")."""
-    return (
-        config.group != 8
-        or config.raster != heuristic_raster(problem, config)
-        or config.epilogue != "tma"
-    )
+    """Knobs the cost model cannot see, set otherwise than the heuristic would: group 16, or
+    a wide swap's raster other than ``heuristic_raster``'s."""
+    return config.group != 8 or config.raster != heuristic_raster(problem, config)
 
 
 def _ranked(problem: Problem) -> list[R8Config]:
@@ -939,11 +891,7 @@ def _heuristic(problem: Problem) -> R8Config:
     tile, then to cluster 2 (rung 7 at large M x N), then to no split and no stream-K."""
 
     def allowed(c: R8Config) -> bool:
-        return (
-            c.group == 8
-            and c.epilogue == "tma"
-            and heuristic_allows(problem, c, BLOCK_K, SWAP_WIDE)
-        )
+        return c.group == 8 and heuristic_allows(problem, c, BLOCK_K, SWAP_WIDE)
 
     pick = cheapest(problem, MENU, _valid, allowed, block_k=BLOCK_K, model=COST)
     twin = _one_box_wider(problem, pick)
@@ -1017,7 +965,6 @@ def plan(problem: Problem, num_sms: int, config: R8Config) -> Plan:
             # Kernel rows first within a group, but a wide swap's raster m walks its column
             # tiles (D's M) first. A narrow cover has one column: the same order either way.
             ROWS_FIRST=not (config.wide_swap and config.raster == "m"),
-            DIRECT=config.epilogue == "direct",
             PRODUCER_WARPS=PRODUCER_WARPS,
             PRODUCER_REGS=PRODUCER_REGS,
             CONSUMER_REGS=CONSUMER_REGS,
