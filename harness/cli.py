@@ -691,8 +691,8 @@ def build_parser() -> argparse.ArgumentParser:
         default=TimerSettings.hold_floor_ms,
         metavar="MS",
         help="time every kernel shorter than MS behind at least MS of full-load GPU work per "
-        "launch, the same for every DSL whatever its launch cost (default 0: hold only "
-        "kernels shorter than their host launch, 1.5x their host time)",
+        "launch, the same for every DSL whatever its launch cost (default %(default)s; 0: "
+        "timer v4, hold only kernels shorter than their host launch, 1.5x their host time)",
     )
     p.add_argument("--checks", type=int, default=2, help="correctness checks per problem")
     p.add_argument("--check-only", action="store_true", help="check correctness, skip timing")

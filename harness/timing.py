@@ -54,11 +54,13 @@ class TimerSettings:
     settle_s: float = 2.0
     #: GPU hold per launch of a held batch, at least (ms): every kernel shorter than this is
     #: held, each launch behind at least this much of the hold's GEMMs, so DSLs whose host
-    #: launch costs differ can be timed behind the same share of full-load work. 0 (the
-    #: default): a launch is held 1.5 x its host time, and only when host-bound. Raising
-    #: cuBLAS's hold to 0.1 ms moved no small-M ratio beyond the spread (docs/design.md,
-    #: "Timing").
-    hold_floor_ms: float = 0.0
+    #: launch costs differ are timed behind the same full-load work (timer v5). Without it
+    #: (0, timer v4) a launch is held 1.5 x its own host time, so a quick launcher's batches
+    #: start from a cooler GPU: on an H100, cuBLAS (24-41 us a launch) ran its small-M
+    #: batches at 1680 MHz and Gluon (80-150 us) at 1430; held 0.5 ms a launch both ran at
+    #: 1350 MHz (docs/design.md, "Timing"). 0.5 ms is 1.5 x the slowest launch measured, with
+    #: room.
+    hold_floor_ms: float = 0.5
 
     def __post_init__(self) -> None:
         if self.min_samples < 1 or self.rounds < 1 or self.max_samples < self.min_samples:
@@ -254,7 +256,7 @@ def time_launches(
     min_time_s: float,
     max_samples: int,
     device: str = "cuda",
-    hold_floor_ms: float = 0.0,
+    hold_floor_ms: float = TimerSettings.hold_floor_ms,
 ) -> Launches:
     """Per-launch times (ms): at least ``min_samples`` and ``min_time_s`` of GPU time.
 

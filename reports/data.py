@@ -551,7 +551,7 @@ class SweepStat:
     worst: float
     worst_problem: Problem
     shapes: int
-    #: The warm-ups (:func:`warmups`) of the runs these numbers come from, most shapes first.
+    #: The timers (:func:`timer_label`) of the runs these numbers come from, most shapes first.
     timers: tuple[str, ...] = ()
 
 
@@ -566,6 +566,34 @@ def warmups(timer: Mapping[str, Any] | None) -> str:
     later = min(float(timer.get("rewarm_s", 0.2)), first)
     settle = float(timer.get("settle_s", 0.0))
     return f"{first:g}/{later:g}/{settle:g}"
+
+
+def hold_floor(timer: Mapping[str, Any] | None) -> float:
+    """The hold every short kernel's launch got (ms, timer v5's ``hold_floor_ms``); 0 for a
+    v4 or older run, whose holds followed each launcher's host time (docs/design.md,
+    "Timing")."""
+    return float((timer or {}).get("hold_floor_ms") or 0.0)
+
+
+def hold_text(timer: Mapping[str, Any] | None) -> str:
+    """How a run held its short kernels' batches, in words ("" where it recorded no timer)."""
+    if not timer:
+        return ""
+    floor = hold_floor(timer)
+    if floor:
+        return f"every kernel under {floor:g} ms held {floor:g} ms a launch (timer v5)"
+    return "host-bound kernels held 1.5x their host time (timer v4 or older)"
+
+
+def timer_label(timer: Mapping[str, Any] | None) -> str:
+    """A run's timer in one cell: its warm-ups (:func:`warmups`) and, from v5 on, the equal
+    hold, e.g. "1/1/2 s" (v4) or "1/1/2 s, hold 0.5 ms" (v5), so a table that pools runs
+    shows when they were timed differently. "?" where the run recorded no timer."""
+    w = warmups(timer)
+    if w == "?":
+        return w
+    floor = hold_floor(timer)
+    return f"{w} s" + (f", hold {floor:g} ms" if floor else "")
 
 
 @dataclass(frozen=True)
@@ -663,7 +691,7 @@ def sweep_table(ds: Dataset, suite: str = "sweep") -> list[SweepPanel]:
                     continue
                 worst = min(pts, key=lambda t: t[0])
                 timers = Counter(
-                    warmups(ds.run_of(rec).environment.get("timer"))
+                    timer_label(ds.run_of(rec).environment.get("timer"))
                     for row in rows
                     if row.pct[rung] is not None and (rec := row.records[rung]) is not None
                 )

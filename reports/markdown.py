@@ -25,6 +25,7 @@ from reports.data import (
     backend_order,
     chain_table,
     has_chain,
+    hold_text,
     problem_order,
     same_config_classes,
     suites_of,
@@ -124,7 +125,8 @@ def environment_lines(ds: Dataset) -> list[str]:
             f"  timer: warm-up {t.get('warmup_s', '?')} s; >= {t.get('min_samples', '?')} "
             f"samples and >= {t.get('min_time_s', '?')} s per round (at most "
             f"{t.get('max_samples', '?')}); {t.get('rounds', '?')} round-robin rounds; inputs "
-            f"rotated over >= {t.get('rotate_factor', '?')}x L2",
+            f"rotated over >= {t.get('rotate_factor', '?')}x L2"
+            + (f"; {hold_text(t)}" if t else ""),
         ]
     for doc in ds.documents:
         if doc.kind == "codegen":
@@ -408,7 +410,7 @@ def _panel_stats(panel: Any) -> list[str]:
         md.append(
             f"- r{g} {st.name}: geomean {st.geomean:.1f} % of cuBLAS, worst {st.worst:.1f} % "
             f"at {_shape(st.worst_problem)} ({st.shapes} of {len(panel.rows)} shapes timed; "
-            f"warm-ups {' + '.join(st.timers) or '?'} s)"
+            f"timer {' + '.join(st.timers) or '?'})"
         )
     r7, r8 = SWEEP_RUNGS
     both = [r for r in panel.rows if r.pct.get(r7) is not None and r.pct.get(r8) is not None]

@@ -14,7 +14,15 @@ from pathlib import Path
 from harness.gemm import Problem
 from harness.records import BenchRecord
 from harness.summary import pct_band, text_table
-from reports.data import SWEEP_RUNGS, Dataset, chain_table, has_chain, sweep_panels, warmups
+from reports.data import (
+    SWEEP_RUNGS,
+    Dataset,
+    chain_table,
+    has_chain,
+    hold_text,
+    sweep_panels,
+    warmups,
+)
 
 __all__ = [
     "HEADLINE_PROBLEMS",
@@ -159,10 +167,12 @@ def headline_notes(ds: Dataset, rows: Sequence[HeadlineRow]) -> list[str]:
         env = run.environment
         power = env.get("power_limit_w")
         watts = f", {power:.0f} W power limit" if isinstance(power, int | float) else ""
+        held = hold_text(env.get("timer"))
         notes.append(
             f"Headline run: `{Path(run.source or '?').name}` ({(run.created or '?')[:10]}, "
             f"{env.get('gpu', '?')}{watts}, warm-ups {warmups(env.get('timer'))} s: first "
-            "round / later rounds / settle); every cell, cuBLAS included, is from that one run "
+            f"round / later rounds / settle{'; ' if held else ''}{held}); every cell, cuBLAS "
+            "included, is from that one run "
             f"unless marked {OTHER_RUN_MARK}."
         )
     others = sorted(
@@ -276,7 +286,7 @@ def sweeps(ds: Dataset) -> Table | None:
             f"r{r7} worst",
             f"r{r8} geomean",
             f"r{r8} worst",
-            f"r{r8} warm-ups (s)",
+            f"r{r8} timer",
         ],
         rows,
         [

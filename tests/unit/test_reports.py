@@ -35,6 +35,7 @@ from reports.cli import main
 from reports.data import (
     build_dataset,
     chain_table,
+    hold_text,
     load_dataset,
     pct_table,
     same_config_classes,
@@ -42,6 +43,7 @@ from reports.data import (
     sweep_panels,
     sweep_table,
     tflops_range,
+    timer_label,
     warmups,
 )
 from reports.figures import FIGURES
@@ -492,11 +494,11 @@ def test_shape_sweep_section_and_figure(tmp_path: Path) -> None:
     g7, g8 = _geomean(list(pct[7].values())), _geomean(list(pct[8].values()))
     assert (
         f"- r7 multi_consumer: geomean {g7:.1f} % of cuBLAS, worst {min(pct[7].values()):.1f} % "
-        "at 1x6144x4096 (5 of 5 shapes timed; warm-ups ? s)" in md
+        "at 1x6144x4096 (5 of 5 shapes timed; timer ?)" in md
     )
     assert (
         f"- r8 shape_adaptive: geomean {g8:.1f} % of cuBLAS, worst {min(pct[8].values()):.1f} % "
-        "at 1x6144x4096 (4 of 5 shapes timed; warm-ups ? s)" in md
+        "at 1x6144x4096 (4 of 5 shapes timed; timer ?)" in md
     )
     assert "- r8 below r7 at 0 of the 4 shapes timed with both" in md
     # unknown backends sort by name: delta's panel comes first
@@ -750,7 +752,14 @@ def test_the_sweep_tables_name_each_runs_warm_ups(tmp_path: Path) -> None:
     ds = load_dataset([_held_out_run(tmp_path / "a.json", [held], timer=timer)])
     (panel,) = sweep_table(ds, held)
     (stat,) = panel.stats.values()
-    assert stat.timers == ("1/1/2",)
-    assert "3 of 3 shapes timed; warm-ups 1/1/2 s)" in "\n".join(sweep_lines(ds))
+    assert stat.timers == ("1/1/2 s",)
+    assert "3 of 3 shapes timed; timer 1/1/2 s)" in "\n".join(sweep_lines(ds))
     (table,) = [t for t in summary_tables(ds, None) if t.title.startswith("Shape sweep")]
-    assert table.header[-1] == "r8 warm-ups (s)" and table.rows[0][-1] == "1/1/2"
+    assert table.header[-1] == "r8 timer" and table.rows[0][-1] == "1/1/2 s"
+    # timer v5's equal hold is named, so runs pooled across timers show it
+    v5 = {**timer, "hold_floor_ms": 0.5}
+    assert timer_label(v5) == "1/1/2 s, hold 0.5 ms" and timer_label(None) == "?"
+    ds5 = load_dataset([_held_out_run(tmp_path / "b.json", [held], timer=v5)])
+    assert "3 of 3 shapes timed; timer 1/1/2 s, hold 0.5 ms)" in "\n".join(sweep_lines(ds5))
+    assert "(timer v5)" in hold_text(v5) and "(timer v4 or older)" in hold_text(timer)
+    assert hold_text(None) == ""
