@@ -436,6 +436,10 @@ def cheapest(
 
 NARROW = (16, 32, 64)  # the tile widths that cover a short side
 MIN_K_PER_SPLIT = 512  # a split must keep this much of K, or its reduce costs more than it saves
+#: Below this K a split pays only where the unsplit tiles fill less than half the SMs: in the
+#: tuning runs (both DSLs, H200 and H100) a split config beat the same tile unsplit in 3 of
+#: 196 timed pairs there (median 0.857x), and in 54 of 309 elsewhere.
+SPLIT_LONG_K = 12288
 
 
 def swap_cover(problem: Problem) -> int | None:
@@ -512,6 +516,7 @@ def heuristic_allows(
     config: GemmConfig,
     block_k: int = 64,
     swap_widths: Sequence[int] = SWAP_WIDTHS,
+    num_sms: int = HOPPER.num_sms,
 ) -> bool:
     """The structural rules every rung-8 heuristic applies before the cost model ranks:
 
@@ -527,7 +532,9 @@ def heuristic_allows(
       (:func:`swap_fits`), and at M in ``PADDED_M`` no unsplit unswapped tile;
     * unswapped, a tile narrower than 64 only as the narrowest that covers N (elsewhere it
       reloads the long operand for too little MMA work);
-    * a K split keeps at least ``MIN_K_PER_SPLIT`` of K;
+    * a K split keeps at least ``MIN_K_PER_SPLIT`` of K, and below ``SPLIT_LONG_K`` of K it
+      splits only a grid whose unsplit CTAs fill less than half of ``num_sms`` (the model
+      undercharges the fp32 partials' traffic and the reduce where the grid is full);
     * the raster :func:`heuristic_raster` gives (m; a wide swap's by B outgrowing L2 or not).
 
     Waves, tails, split-K against stream-K against a smaller tile: the model decides.
@@ -553,6 +560,8 @@ def heuristic_allows(
     if config.split_k > 1:
         k = cdiv(problem.k, block_k) * block_k
         if k // config.split_k < MIN_K_PER_SPLIT:
+            return False
+        if problem.k < SPLIT_LONG_K and 2 * config.tiles(problem) * config.cluster >= num_sms:
             return False
     return True
 

@@ -187,6 +187,13 @@ def test_heuristic_rules_and_the_cheapest_allowed() -> None:
     assert heuristic_allows(decode, GemmConfig(128, 16, 1, swap_ab=True, split_k=4))
     assert not heuristic_allows(Problem(8, 4096, 1024), GemmConfig(128, 16, 1, True, split_k=4))
     assert not heuristic_allows(Problem(300, 4096, 4096), GemmConfig(raster="n"))
+    # below SPLIT_LONG_K of K a split only where the unsplit grid is under half a wave
+    wide = Problem(155, 36864, 7168)  # 288 tiles of 128 x 160: a split only adds partials
+    assert not heuristic_allows(wide, GemmConfig(128, 160, 1, swap_ab=True, split_k=2))
+    assert heuristic_allows(wide, GemmConfig(128, 160, 1, swap_ab=True))
+    assert heuristic_allows(Problem(155, 36864, 16384), GemmConfig(128, 160, 1, True, split_k=2))
+    assert heuristic_allows(Problem(51, 3072, 8192), GemmConfig(64, 128, 1, split_k=4))  # 24 CTAs
+    assert not heuristic_allows(Problem(51, 8448, 8192), GemmConfig(64, 128, 1, split_k=4))  # 66
     short = Problem(34, 3584, 4096)  # M in 17..64: the swapped cover or an unswapped wide tile
     assert heuristic_allows(short, GemmConfig(64, 64, 1, swap_ab=True))
     assert not heuristic_allows(short, GemmConfig(64, 32, 1, swap_ab=True))  # 64 covers M
@@ -198,7 +205,10 @@ def test_heuristic_rules_and_the_cheapest_allowed() -> None:
     assert heuristic_allows(half, GemmConfig(128, 32, 1, swap_ab=True))
     padded = Problem(69, 4608, 4096)  # 64-row tiles pad 69 rows to 128; one 72-wide column
     assert not heuristic_allows(padded, GemmConfig(64, 128, 1))
-    assert heuristic_allows(padded, GemmConfig(64, 128, 1, split_k=4))  # other tile count
+    assert heuristic_allows(padded, GemmConfig(64, 128, 1, stream_k=True))  # other schedules
+    fewer = Problem(69, 2048, 4096)  # 32 CTAs unsplit: under half a wave, a split may pay
+    assert heuristic_allows(fewer, GemmConfig(64, 128, 1, split_k=4))
+    assert not heuristic_allows(padded, GemmConfig(64, 128, 1, split_k=4))  # 72 CTAs
     assert heuristic_allows(padded, GemmConfig(64, 72, 1, swap_ab=True, raster="n"))
     assert heuristic_allows(Problem(96, 4608, 4096), GemmConfig(64, 64, 1))  # a quarter
     pick = cheapest(decode, _MENU, _valid, lambda c: heuristic_allows(decode, c))
