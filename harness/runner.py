@@ -594,6 +594,13 @@ class Runner:
                 )
             self.log(_line(rec))
             yield rec
+        floor = self.settings.timer.hold_floor_ms
+        if over := held_above(finished, floor):
+            self.log(
+                f"    note: held above the {floor:g} ms floor, so not alike: "
+                + ", ".join(f"{r.label} {r.hold_ms_per_launch:.2f} ms" for r in over)
+                + " a launch (a slow host launch); raise --hold-floor"
+            )
 
     def _drift(
         self, problem: Problem, timed: list[_Unit], first_round: dict[int, list[float]]
@@ -617,6 +624,15 @@ class Runner:
         for i, problem in enumerate(problems, 1):
             self.log(f"[{i}/{len(problems)}] {problem.key}")
             yield from self.iter_problem(problem)
+
+
+def held_above(records: Sequence[BenchRecord], floor_ms: float) -> list[BenchRecord]:
+    """The records held longer than the timer's floor (a launch so slow that 1.5x its host
+    time beat the floor): timed behind more GPU work than the rest, so not on equal terms
+    (docs/design.md, "Timing"). None where the floor is off (timer v4 holds by host time)."""
+    if floor_ms <= 0:
+        return []
+    return [r for r in records if (r.hold_ms_per_launch or 0.0) > floor_ms * 1.001]
 
 
 def _line(rec: BenchRecord) -> str:

@@ -582,7 +582,7 @@ def hold_text(timer: Mapping[str, Any] | None) -> str:
     floor = hold_floor(timer)
     if floor:
         return f"every kernel under {floor:g} ms held {floor:g} ms a launch (timer v5)"
-    return "host-bound kernels held 1.5x their host time (timer v4 or older)"
+    return "short kernels' holds not equalized (timer v4 or older)"
 
 
 def timer_label(timer: Mapping[str, Any] | None) -> str:

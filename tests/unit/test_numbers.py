@@ -8,6 +8,7 @@ and is compared with a hand computation.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -15,7 +16,7 @@ import pytest
 from harness.check import CheckResult
 from harness.protocol import KernelSpec, Problem, Rung
 from harness.records import Status
-from harness.runner import Runner, RunSettings
+from harness.runner import Runner, RunSettings, base_record, held_above
 from harness.telemetry import Telemetry
 from harness.timing import TimerSettings
 
@@ -182,3 +183,16 @@ def test_warm_ups_settle_once_then_rewarm() -> None:
     assert warmups(CUBLAS) == [2.1, 0.1, 0.1] and warmups(KERNEL) == [0.1, 0.1]
     with pytest.raises(ValueError, match="negative warm-up"):
         TimerSettings(settle_s=-1.0)
+
+
+def test_a_kernel_held_above_the_floor_is_named() -> None:
+    """Under timer v5 every short kernel is held the floor's time a launch; one whose host
+    launch is so slow that 1.5x it beats the floor is held longer, and the runner names it
+    (``held_above``). With the floor off (v4) holds follow each host, so none is named."""
+    p = Problem(8, 4096, 4096)
+    alike = replace(base_record(CUBLAS, p), hold_ms_per_launch=0.5)
+    slow = replace(base_record(KERNEL, p), hold_ms_per_launch=0.62)
+    unheld = replace(base_record(KERNEL, p), hold_ms_per_launch=0.0)
+    assert held_above([alike, slow, unheld], 0.5) == [slow]
+    assert held_above([alike, unheld], 0.5) == []
+    assert held_above([alike, slow], 0.0) == []
