@@ -58,8 +58,8 @@ class TimerSettings:
     #: (0, timer v4) a launch is held 1.5 x its own host time, so a quick launcher's batches
     #: start from a cooler GPU: on an H100, cuBLAS (24-41 us a launch) ran its small-M
     #: batches at 1680 MHz and Gluon (80-150 us) at 1430; held 0.5 ms a launch both ran at
-    #: 1350 MHz (docs/design.md, "Timing"). 0.5 ms is 1.5 x the slowest launch measured, with
-    #: room.
+    #: 1350 MHz (docs/design.md, "Timing"). 0.5 ms is more than 1.5 x the slowest launch
+    #: measured (Gluon's, up to about 0.2 ms on an H200).
     hold_floor_ms: float = 0.5
 
     def __post_init__(self) -> None:
