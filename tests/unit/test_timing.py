@@ -10,6 +10,7 @@ import pytest
 from harness.protocol import Problem
 from harness.telemetry import Telemetry, TelemetrySampler, merge, power_reader
 from harness.timing import (
+    Launches,
     TimerSettings,
     _Clock,
     _run_batch,
@@ -81,46 +82,30 @@ def test_time_launches_meets_min_time_when_launches_speed_up() -> None:
     assert sum(samples) >= 20.0 and len(samples) > 20
 
 
-def test_the_hold_floor_holds_every_short_kernel_alike() -> None:
-    """Below the floor every launch is held behind the same GPU work, however quick its host,
-    so a DSL's slower launch does not hold its batches longer than cuBLAS's. Without a floor
-    the hold follows the host's enqueue time."""
-
-    def launch(a, b, d):
-        time.sleep(0.0002)
-
-    sets = [(0, None, None)]
-    floored = time_launches(launch, sets, 5, 0.01, 200, device="cpu", hold_floor_ms=5.0)
-    assert floored.hold_ms_per_launch == 5.0  # 1.5 x a ~0.25 ms host time is below it
-    assert floored.host_ms > 0
-    plain = time_launches(launch, sets, 5, 0.01, 200, device="cpu", hold_floor_ms=0.0)
-    assert plain.hold_ms_per_launch >= 1.5 * 0.2  # a CPU "kernel" is all host time: held
-    assert plain.hold_ms_per_launch < 5.0
-
-
 def _busy(ms: float) -> None:
     end = time.perf_counter() + ms / 1e3
     while time.perf_counter() < end:
         pass
 
 
-def test_the_default_timer_holds_quick_and_slow_launchers_alike() -> None:
-    """Under the default settings two short kernels whose launches cost 0.03 and 0.15 ms of
-    host time (cuBLAS's and Gluon's, roughly) are held behind the same GPU work per launch;
-    under timer v4 (no floor) the slower launcher would be held about five times longer."""
+def test_the_default_floor_holds_quick_and_slow_launchers_alike() -> None:
+    """Under the default settings (timer v5) two short kernels whose launches cost 0.03 and
+    0.15 ms of host time (cuBLAS's and Gluon's, roughly) are held behind the same GPU work per
+    launch, the floor's. Without a floor (v4) each is held 1.5x its own host time, so the
+    slower launcher about five times longer."""
+
+    def timed(host_ms: float, floor_ms: float) -> Launches:
+        def launch(a, b, d):  # a CPU "kernel": all host time
+            _busy(host_ms)
+
+        return time_launches(launch, [(0, None, None)], 5, 0.01, 200, "cpu", floor_ms)
+
     floor = TimerSettings().hold_floor_ms
-    sets = [(0, None, None)]
-    holds = {}
-    for host_ms in (0.03, 0.15):
-        timed = time_launches(
-            lambda a, b, d, ms=host_ms: _busy(ms), sets, 5, 0.01, 200, "cpu", floor
-        )
-        holds[host_ms] = timed.hold_ms_per_launch
-    assert holds[0.03] == holds[0.15] == floor, holds
-    v4 = {
-        ms: time_launches(lambda a, b, d, ms=ms: _busy(ms), sets, 5, 0.01, 200, "cpu", 0.0)
-        for ms in (0.03, 0.15)
-    }
+    v5 = {ms: timed(ms, floor) for ms in (0.03, 0.15)}
+    assert v5[0.03].hold_ms_per_launch == v5[0.15].hold_ms_per_launch == floor
+    assert all(t.host_ms > 0 for t in v5.values())
+    v4 = {ms: timed(ms, 0.0) for ms in (0.03, 0.15)}
+    assert v4[0.15].hold_ms_per_launch >= 1.5 * 0.15
     assert v4[0.15].hold_ms_per_launch > 2 * v4[0.03].hold_ms_per_launch
 
 
