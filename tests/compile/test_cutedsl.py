@@ -805,7 +805,7 @@ def test_r8_stream_k_validity() -> None:
     for override in ("swap_ab=1", "split_k=2", "persistent=0"):
         assert r8._valid(ok, base.with_overrides(override)), override
     assert r8._valid(Problem(3000, 5004, 1000), base)  # N % 8 != 0
-    menu = [c for c in r8.MENU if c.stream_k]
+    menu = [c for c in r8.MENU if c.stream_k and not c.swap_ab]
     tiles = [(c.tile_m, c.tile_n, c.cluster) for c in menu]
     assert tiles == [t for t in _STREAM_K_TILES for _ in range(2)]
     for c in menu:
@@ -813,6 +813,52 @@ def test_r8_stream_k_validity() -> None:
         assert not c.swap_ab and c.split_k == 1 and r8._valid(ok, c) is None
         # overlap is stream-K's default, serial a variant the model cannot tell apart
         assert r8._variant(ok, c) == (c.epilogue == "serial"), c.name
+
+
+def test_r8_swapped_stream_k_validity() -> None:
+    """Stream-K also runs the wide swapped tiles of 128 rows (the tail of N's row tiles),
+    serial TMA store (no overlap, no direct stores), every width and both clusters in both
+    rasters; 64 and 256 rows, narrow covers and splits are refused with a reason."""
+    r8 = _r8()
+    ok = Problem(155, 36864, 7168)
+    swapped = [c for c in r8.MENU if c.stream_k and c.swap_ab]
+    assert {(c.tile_n, c.cluster, c.raster) for c in swapped} == {
+        (w, c, r) for w in r8.SWAP_WIDE for c in (1, 2) for r in "mn"
+    }
+    for c in swapped:
+        assert (c.tile_m, c.epilogue, c.split_k, c.persistent) == (128, "serial", 1, True)
+        assert r8._valid(ok, c) is None, c.name
+    base = swapped[0]
+    for override in ("tile_m=64", "tile_m=256", "tile_n=32", "epilogue=direct", "split_k=2"):
+        assert r8._valid(ok, base.with_overrides(override)), override
+    assert r8._valid(Problem(155, 36868, 7168), base)  # D^T's column pitch N % 8 != 0
+
+
+@pytest.mark.parametrize("knobs", [(72, 1, "m"), (160, 2, "n"), (256, 1, "n")], ids=str)
+def test_r8_swapped_stream_k_compiles(knobs) -> None:
+    """A swapped stream-K config compiles for sm_90a: whole tiles leave by the swapped TMA
+    store (stmatrix .trans, no global store), each tail segment's fp32 partial from registers
+    as unswapped (tile_n / 4 unpredicated 8-byte stores a thread), and the reduce reads the
+    partials 16 bytes at a time and writes D^T's columns one predicated 2-byte element at a
+    time (M, the columns, has no alignment), four a thread; no spills."""
+    r8 = _r8()
+    tn, cluster, raster = knobs
+    config = r8.R8Config(128, tn, cluster, swap_ab=True, stream_k=True, epilogue="serial")
+    config = config.with_overrides(f"raster={raster}")
+    problem = Problem(155, 36864, 7168, "fp16")
+    assert config in r8.KERNEL.configs and r8.KERNEL.supports(problem, config) is None
+    assert r8.stream_k(problem, HOPPER.num_sms, config).sk_tiles > 0
+    ptx = r8.KERNEL.codegen(problem, "sm_90a", config).ptx
+    parts = _kernels(ptx)
+    assert sorted(parts) == ["kernel", "streamk_reduce"]
+    gemm, reduce = parts["kernel"], parts["streamk_reduce"]
+    assert f"wgmma.mma_async.sync.aligned.m64n{tn}k16" in gemm
+    assert _ST_T4 in gemm or _ST_T4.replace("x4", "x2") in gemm  # 8-column sub-tiles: x2
+    assert _TMA_STORE in gemm and (_MULTICAST in gemm) == (cluster == 2)
+    assert gemm.count(_SK_PARTIAL) == tn // 4 and gemm.count("st.global") == tn // 4
+    assert _SK_LOAD in reduce and reduce.count("st.global.b16") == r8.SK_REDUCE_VEC
+    assert reduce.count("st.global") == r8.SK_REDUCE_VEC
+    _assert_ptxas_clean(ptx, config.name)
 
 
 def test_r8_menu_fits_shared_memory() -> None:
@@ -846,8 +892,10 @@ def test_r8_menu_fits_shared_memory() -> None:
     # 8, x 64 rows x cluster 1, 2 or split 2 and x 128 rows x cluster 1, 2 or split 2, 3, 4;
     # 10 widths, 72..144, x 256 rows x cluster 1 or 2) and their 212 raster-n twins, 29
     # ungrouped twins of the data-parallel ones: 558; then each unsplit swapped tile's two
-    # ways out of D (TMA store, direct), 238 more: 796
-    assert len(r8.MENU) <= 800, "a curated menu, not a cartesian product"
+    # ways out of D (TMA store, direct): 767 (the count before swapped stream-K); then the
+    # 128-row wide swaps' stream-K twins (24 widths x cluster 1 or 2) in both rasters, 96
+    # more: 863
+    assert len(r8.MENU) <= 870, "a curated menu, not a cartesian product"
 
 
 def test_r8_picks_64_row_wide_swaps_only_where_128_rows_leave_sms_idle() -> None:

@@ -57,14 +57,24 @@ def _values(name: str) -> dict[str, str]:
 
 
 def _new_paths(menu: list[str]) -> list[str]:
-    """The menu entries no fixed-suite shape selects: stream-K, and 192-wide tiles."""
-    return [n for n in menu if "stream_k=1" in n.split(",") or "tile_n=192" in n.split(",")]
+    """The menu entries no fixed-suite shape selects: unswapped stream-K, and 192-wide tiles."""
+    return [
+        n
+        for n in menu
+        if ("stream_k=1" in n.split(",") or "tile_n=192" in n.split(","))
+        and "swap_ab=1" not in n.split(",")
+    ]
 
 
 def _tail(problem: Problem, name: str) -> bool:
     """Whether ``name`` (a config) leaves ``problem`` a stream-K tail on this GPU."""
     values = _values(name)
-    config = GemmConfig(int(values["tile_m"]), int(values["tile_n"]), int(values["cluster"]))
+    config = GemmConfig(
+        int(values["tile_m"]),
+        int(values["tile_n"]),
+        int(values["cluster"]),
+        swap_ab=values["swap_ab"] == "1",
+    )
     return config.schedule(problem, SMS).sk_tiles > 0
 
 
@@ -279,3 +289,36 @@ def test_deep_wide_swap_splits_are_correct(spec: KernelSpec, shard: str | None) 
     names = [n for n in names if _values(n)["tile_n"] in WIDE_SPLIT]
     assert {_values(n)["tile_n"] for n in names} == set(WIDE_SPLIT)
     _check_forced(spec, names, ["ragged", *MID_M], shard)
+
+
+#: Swapped stream-K: N's row tiles leave a part-empty wave (a tail) at most widths, M is no
+#: multiple of 8 or of the width (the reduce's edge predicates), K no multiple of 64.
+SWAPPED_TAILS = [
+    "155x9216x1000",
+    "300x7168x4096",
+    "67x5120x2048",
+    "1000x4104x520",
+    "777x1024x4096",
+    "213x36864x576",
+]
+#: The widths forced: the narrowest, one between, the widest (each in both rasters and
+#: clusters: the two walks and the multicast pair).
+SWAPPED_WIDTHS = ("72", "168", "256")
+
+
+@pytest.mark.parametrize("spec", SPECS, ids=[s.id for s in SPECS])
+def test_swapped_stream_k_is_correct(spec: KernelSpec, shard: str | None) -> None:
+    """Stream-K over wide swapped tiles (D^T's tail tiles summed by the reduce and written
+    down D's columns) on the ragged suite and shapes with a tail, fp16 and bf16."""
+    names = [
+        n
+        for n in _menu(spec)
+        if (_values(n)["swap_ab"], _values(n)["stream_k"]) == ("1", "1")
+        and _values(n)["tile_n"] in SWAPPED_WIDTHS
+    ]
+    if not names:
+        pytest.skip(f"{spec.id} has no swapped stream-K config")
+    ran = _check_forced(spec, names, ["ragged", *SWAPPED_TAILS], shard)
+    for name, ok in ran.items():
+        with_tail = [p for p in ok if _tail(p, name)]
+        assert len(with_tail) >= 4, f"{name}: only {len(with_tail)} problems with a tail ran"

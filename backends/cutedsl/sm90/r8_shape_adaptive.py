@@ -26,7 +26,8 @@ knobs every DSL's rung 8 shares, plus ``persistent`` and ``epilogue``):
   CuTeDSL kernel (``reduce``) then sums the slices in the order 0, 1, ... and writes D once:
   deterministic, no atomics.
 * ``stream_k``: whole waves of tiles as data-parallel work, and the last, part-empty wave's
-  k-iterations spread evenly over every program (``harness.tile_cost.StreamK``, below).
+  k-iterations spread evenly over every program (``harness.tile_cost.StreamK``, below):
+  unswapped tiles, and the wide swapped tiles of 128 rows, whose tail is N's row tiles.
 * ``persistent``: 1 = CTAs loop over tiles (rung 7) on the grid min(tiles, SMs / cluster), or
   on the full SMs / cluster where the kernel walks its units itself (stream-K, grouped). 0 =
   one CTA per work unit through CUTLASS's scheduler, the hardware handing out the waves.
@@ -97,7 +98,12 @@ producer and the consumers walk the same units with the same arithmetic
 multicast). The second kernel, ``streamk_reduce``, sums each tail tile's partials in program
 order (deterministic: no atomics, nothing zeroed) and writes D; it runs only when there is a
 tail. The grouped data-parallel configs take the same walk with no tail (dp_tiles = tiles,
-every unit a whole tile, stored as rung 7 stores it).
+every unit a whole tile, stored as rung 7 stores it). Swapped, the schedule is the same over
+D^T's tiles (N's row tiles x M's column tiles), walked in the order ``raster`` names (bands of
+one row tile for raster m, D's M first; one band of every row tile for raster n); whole tiles
+leave by the swapped TMA store, the partials as above (their orientation is the kernel's),
+and the reduce gives neighbouring threads neighbouring rows of a tail tile, so its 2-byte
+stores run down D^T's columns, each predicated on M.
 
 Both reduces run after the GEMM kernel on the same stream: stream order is their only
 synchronization.
@@ -284,6 +290,14 @@ def _menu() -> tuple[R8Config, ...]:
         if tn <= SWAP_WIDE_256:
             for c in (1, 2):
                 menu += _swap_epilogues(R8Config(256, tn, c, swap_ab=True))
+    # Stream-K over wide swapped tiles of 128 rows: a mid-size M whose row tiles (N / 128)
+    # leave the last wave part-empty (155x36864x7168 as 128x160: 288 tiles, 2.18 waves) runs
+    # the tail's k-iterations on every SM instead (README, "Nineteenth version").
+    menu += [
+        R8Config(128, tn, c, swap_ab=True, stream_k=True, epilogue="serial")
+        for tn in SWAP_WIDE
+        for c in (1, 2)
+    ]
     # Their raster-n twins: the kernel's rows first, where B stays in L2 (``swap_raster``).
     menu += [dataclasses.replace(c, raster="n") for c in menu if c.wide_swap]
     # Stream-K's whole tiles leave by the TMA store, overlapped with the next unit's MMAs or
@@ -329,9 +343,11 @@ def workspace_elems(
 
 def _valid(problem: Problem, config: R8Config) -> str | None:
     if config.stream_k and (
-        config.swap_ab or config.split_k > 1 or not config.persistent or problem.n % 8
+        config.split_k > 1 or not config.persistent or problem.n % 8 or config.epilogue == "direct"
     ):
-        return "stream-K: unswapped, unsplit, persistent and N % 8 == 0"
+        return "stream-K: unsplit, persistent, the TMA-store epilogue and N % 8 == 0"
+    if config.stream_k and config.swap_ab and (config.tile_m, config.wide_swap) != (128, True):
+        return "stream-K swapped: wide tiles of 128 rows only"
     if config.epilogue == "overlap" and (
         config.swap_ab or not _tma_epilogue(tma_store_variant(problem), config)
     ):
@@ -565,6 +581,14 @@ class Gemm:
         # padded units (``_workarounds.padded_unit``).
         self.grouped_walk = self.l2_group > 1 and config.persistent and config.raster == "m"
         self.walk = self.stream_k or self.grouped_walk
+        # The walk's band of row tiles (``grouped_tile``): ``group`` rows unswapped. Swapped
+        # (stream-K), the order ``raster`` names, as CUTLASS's scheduler walks a swapped
+        # config: raster m, D's M first (bands of one row tile: its column tiles, which read
+        # the same rows of B, back to back); raster n, the kernel's rows first (one band of
+        # every row tile, ``walk_group``).
+        self.walk_rows = config.group
+        if config.swap_ab:
+            self.walk_rows = 1 if config.raster == "m" else None
         # ``raster`` names D's side walked first (``GemmConfig``). Swapped, D's M is the
         # kernel's column side: raster m walks the (at most 8) column tiles of one row tile
         # back to back, so the tiles that read the same rows of B (the weights) share a wave
@@ -866,8 +890,12 @@ class Gemm:
             k_lo = start - t * k_tiles
             k_hi = k_lo + (end - start)
             slot = v
-        row, col = grouped_tile(tile, cl_tiles_m, tiles_n, self.config.group)
+        row, col = grouped_tile(tile, cl_tiles_m, tiles_n, self.walk_group(cl_tiles_m))
         return row * self.cluster_m + rank_m, col, k_lo, k_hi, slot
+
+    def walk_group(self, cl_tiles_m):
+        """The band height ``grouped_tile`` walks with (``walk_rows``; every row: one band)."""
+        return cl_tiles_m if self.walk_rows is None else self.walk_rows
 
     @cute.kernel
     def kernel(
@@ -1168,8 +1196,15 @@ class Gemm:
         # The program covering iteration x is the last p with p * I // P <= x.
         p_first = ((first_it + 1) * programs - 1) // sk_iters
         p_last = ((first_it + k_tiles) * programs - 1) // sk_iters
-        e = (chunk * SK_REDUCE_THREADS + tidx) * SK_REDUCE_VEC
-        row, col = e // self.tile_n, e % self.tile_n
+        if cutlass.const_expr(self.swap):
+            # D^T's unit stride runs down the tile's rows: neighbouring threads take
+            # neighbouring rows (each its 16-byte vector of the row-major partial), so each of
+            # their four stores below fills consecutive bytes of one column of D^T.
+            t = chunk * SK_REDUCE_THREADS + tidx
+            row, col = t % self.tile_rows, t // self.tile_rows * SK_REDUCE_VEC
+        else:
+            e = (chunk * SK_REDUCE_THREADS + tidx) * SK_REDUCE_VEC
+            row, col = e // self.tile_n, e % self.tile_n
         vec = (1, SK_REDUCE_VEC)
         acc = cute.make_rmem_tensor(vec, cutlass.Float32)
         acc.fill(0.0)
@@ -1181,13 +1216,22 @@ class Gemm:
                     slot = p
                 w = cute.local_tile(mW, vec, (slot * self.tile_rows + row, col // vec[1]))
                 acc.store(acc.load() + w.load())
-        tile_m, tile_n = grouped_tile(dp_tiles + r, cl_tiles_m, tiles_n, self.config.group)
+        band = self.walk_group(cl_tiles_m)
+        tile_m, tile_n = grouped_tile(dp_tiles + r, cl_tiles_m, tiles_n, band)
         d_row = tile_m * self.tile_rows + row
         d_col = tile_n * self.tile_n + col
-        # N % 8 == 0 (a stream-K rule): a thread's columns are all inside D or all outside.
-        if (d_row < m) & (d_col < n):
-            d = cute.local_tile(mD, vec, (d_row, d_col // vec[1]))
-            d.store(acc.load().to(self.dtype))
+        if cutlass.const_expr(self.swap):
+            # The columns are D's M, any length: each element on its own edge predicate.
+            out = cute.make_rmem_tensor(vec, self.dtype)
+            out.store(acc.load().to(self.dtype))
+            for i in cutlass.range_constexpr(SK_REDUCE_VEC):
+                if (d_row < m) & (d_col + i < n):
+                    mD[d_row, d_col + i] = out[0, i]
+        else:
+            # N % 8 == 0 (a stream-K rule): a thread's columns are all inside D or all outside.
+            if (d_row < m) & (d_col < n):
+                d = cute.local_tile(mD, vec, (d_row, d_col // vec[1]))
+                d.store(acc.load().to(self.dtype))
 
 
 KERNEL = CuteDslKernel(
