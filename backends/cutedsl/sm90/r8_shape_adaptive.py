@@ -808,7 +808,7 @@ class Gemm:
 
         if cutlass.const_expr(self.stream_k):
             # One block per tail tile and chunk of it; a problem of whole waves has no tail.
-            tiles = cute.ceil_div(m, self.tile_rows) * cute.ceil_div(n, self.tile_n)
+            tiles = cute.ceil_div(rows, self.tile_rows) * cute.ceil_div(cols, self.tile_n)
             sk_tiles = tiles - tiles // self.programs * self.programs
             if sk_tiles > 0:
                 self.streamk_reduce(mW, mD, k).launch(
