@@ -213,6 +213,17 @@ def _r8_cases():
             Problem(777, 1024, 4096),
             dict(tile_m=64, tile_n=128, stream_k=True, **c1),
         ),
+        # stream-K over wide swaps: N's row tiles with a tail (288 of 132 programs; 56 x 5
+        # and 128 x 2 of 66), of two boxes (the tail box's partial beside the head's) or one
+        "sk-wide-128x144-c1": (Problem(155, 36864, 7168), dict(tile_n=144, stream_k=True, **swap)),
+        "sk-wide-128x136-c2-rn": (
+            Problem(661, 7168, 16384),
+            dict(tile_n=136, swap_ab=True, stream_k=True, raster="n"),
+        ),
+        "sk-wide-128x256-c2-bf16": (
+            Problem(500, 16384, 4096, "bf16"),
+            dict(tile_n=256, swap_ab=True, stream_k=True),
+        ),
     }
     return [pytest.param(p, o, id=name) for name, (p, o) in shapes.items()]
 
@@ -386,9 +397,10 @@ def test_r8_menu_fits_shared_memory():
             assert config.stages(out_bytes) >= 2, config.name
             assert config.stages(out_bytes) * stage + epilogue <= r8.SMEM_BUDGET, config.name
     # curated: 48 configs, plus the wide swaps (each width on three tile families, two rasters)
-    # and the 256-row ones up to SWAP_WIDE_256 (cluster 1 and 2, two rasters)
+    # and the 256-row ones up to SWAP_WIDE_256 (cluster 1 and 2, two rasters), and the
+    # 128-row ones' stream-K twins (cluster 1 and 2, two rasters)
     wide256 = sum(w <= r8.SWAP_WIDE_256 for w in r8.SWAP_WIDE)
-    most = 48 + len(r8.SWAP_WIDE) * 3 * 2 + wide256 * 2 * 2
+    most = 48 + len(r8.SWAP_WIDE) * 3 * 2 + wide256 * 2 * 2 + len(r8.SWAP_WIDE) * 2 * 2
     assert len(r8.MENU) <= most, "a curated menu, not a product"
     for config in r8.MENU:
         if config.tile_m == 256:  # W fp32 accumulators a consumer thread: no wider than 144

@@ -301,9 +301,9 @@ SWAPPED_TAILS = [
     "777x1024x4096",
     "213x36864x576",
 ]
-#: The widths forced: the narrowest, one between, the widest (each in both rasters and
-#: clusters: the two walks and the multicast pair).
-SWAPPED_WIDTHS = ("72", "168", "256")
+#: The widths forced: the narrowest, one between (two boxes in Gluon: 128 + 8), the widest,
+#: each in both rasters and clusters (the two walks and the multicast pair).
+SWAPPED_WIDTHS = ("72", "136", "256")
 
 
 @pytest.mark.parametrize("spec", SPECS, ids=[s.id for s in SPECS])

@@ -33,7 +33,9 @@ Changes from rung 7 (``multi_consumer``):
     is under one tile, so it runs at most two *segments*; each stores its fp32 partial from
     registers into its own workspace slot (no shared memory: the D epilogue's buffers stay
     fp16-sized), an empty segment is skipped by both roles, and ``streamk_reduce_kernel``
-    adds each tail tile's partials in program order and writes D (deterministic);
+    adds each tail tile's partials in program order and writes D (deterministic). The
+    128-row wide swaps take it too (their tail is N's row tiles): a two-box tile's partial is
+    its two accumulators side by side, and the reduce writes D^T down its columns;
   * the grid is persistent (#SMs / CLUSTER programs striding over work units) when the tiles
     exceed one wave or with stream-K; otherwise one program per tile and no tile loop
     (``PERSISTENT=False``).
@@ -411,7 +413,9 @@ def _mma_tile(s: Smem, unit, C: gl.constexpr, full, release):
             mbarrier.arrive(s.b_empty.index(release.index))
         release = release.next()
         if slot >= 0:
-            _store_partial(s, acc, slot, C)
+            _store_partial(s, acc, slot, C, 0)
+            if s.TAIL_N > 0:
+                _store_partial(s, acc2, slot, C, HEAD_N)
         else:
             _store_tile(s, acc, off_m, off_n, split, C)
             if s.TAIL_N > 0:
@@ -420,17 +424,19 @@ def _mma_tile(s: Smem, unit, C: gl.constexpr, full, release):
 
 
 @gluon.jit
-def _store_partial(s: Smem, acc, slot, C: gl.constexpr):
+def _store_partial(s: Smem, acc, slot, C: gl.constexpr, COL0: gl.constexpr):
     """A stream-K segment's fp32 partial, straight from registers into its workspace slot (a
-    whole cluster tile, row-major; no bounds: the slot is tile-sized). Only the tail's few
+    whole cluster tile, row-major; no bounds: the slot is tile-sized), one box at a time: a
+    two-box wide swap stores its tail box's columns from ``COL0`` on. Only the tail's few
     segments take this path, so the D epilogue's shared buffers stay fp16-sized."""
     BOX_M: gl.constexpr = s.a_desc.block_shape[0]
-    TILE_N: gl.constexpr = s.b_desc.block_shape[0]
+    TILE_N: gl.constexpr = s.b_desc.block_shape[0] + s.TAIL_N  # a slot row: the whole tile
+    WIDTH: gl.constexpr = acc.shape[1]
     TILE_M: gl.constexpr = BOX_M * s.NUM_CONSUMERS
     layout: gl.constexpr = acc.type.layout
     rows = gl.arange(0, BOX_M, gl.SliceLayout(1, layout))
-    cols = gl.arange(0, TILE_N, gl.SliceLayout(0, layout))
-    base = (slot.to(gl.int64) * TILE_M + C * BOX_M) * TILE_N
+    cols = gl.arange(0, WIDTH, gl.SliceLayout(0, layout))
+    base = (slot.to(gl.int64) * TILE_M + C * BOX_M) * TILE_N + COL0
     offs = gl.expand_dims(rows, 1) * TILE_N + gl.expand_dims(cols, 0)
     gl.store(s.w_ptr + base + offs, acc)
 
@@ -664,11 +670,17 @@ def streamk_reduce_kernel(
     GROUP_M: gl.constexpr,
     BLOCK_M: gl.constexpr,
     BLOCK_N: gl.constexpr,
+    SWAP_AB: gl.constexpr,
+    ROWS_FIRST: gl.constexpr,
 ):
     """D of tail tile ``program_id(0)`` = the sum of its partials (``harness.tile_cost.
     StreamK.contributors``: the programs whose share overlaps the tile, each partial in the
     slot of the segment it wrote), added in program order so the result is deterministic.
-    ``programs`` is the GEMM's grid; D is contiguous (M, N) (stream-K needs N % 8 == 0)."""
+    ``programs`` is the GEMM's grid; M x N is the GEMM's view (N x M of D swapped), its
+    tiles numbered as ``_unit`` numbers them (``ROWS_FIRST``). D is contiguous: (M, N)
+    with N % 8 == 0 (a stream-K rule), or swapped D^T column-major (D^T(i, j) at i + j * M),
+    which the block leaves down its columns; a block past the tile's columns (a width that is
+    not a multiple of BLOCK_N) is masked."""
     layout: gl.constexpr = gl.BlockedLayout(
         [1, BLOCK_N // 32], [1, 32], [gl.num_warps(), 1], [1, 0]
     )
@@ -679,10 +691,14 @@ def streamk_reduce_kernel(
     dp_tiles = (tiles // programs) * programs
     sk_iters = (tiles - dp_tiles) * k_tiles
     r = gl.program_id(0)
-    tile_m, tile_n = grouped_tile(dp_tiles + r, num_tiles_m, num_tiles_n, GROUP_M)
+    if ROWS_FIRST:
+        tile_m, tile_n = grouped_tile(dp_tiles + r, num_tiles_m, num_tiles_n, GROUP_M)
+    else:
+        tile_n, tile_m = grouped_tile(dp_tiles + r, num_tiles_n, num_tiles_m, GROUP_M)
     rows = gl.program_id(1) * BLOCK_M + gl.arange(0, BLOCK_M, gl.SliceLayout(1, layout))
     cols = gl.program_id(2) * BLOCK_N + gl.arange(0, BLOCK_N, gl.SliceLayout(0, layout))
     in_tile = gl.expand_dims(rows, 1) * TILE_N + gl.expand_dims(cols, 0)
+    in_width = gl.expand_dims(cols < TILE_N, 0)
     first_it = r * k_tiles
     # The program covering iteration x is the last p with p * I // P <= x.
     p_first = ((first_it + 1) * programs - 1) // sk_iters
@@ -693,11 +709,23 @@ def streamk_reduce_kernel(
         hi = (p + 1) * sk_iters // programs
         if hi > lo:  # an empty program wrote no partial
             slot = gl.where(lo >= first_it, p, programs + p)  # segment 0 or 1 of program p
-            acc += gl.load(w_ptr + slot.to(gl.int64) * (TILE_M * TILE_N) + in_tile)
+            w = w_ptr + slot.to(gl.int64) * (TILE_M * TILE_N) + in_tile
+            acc += gl.load(w, mask=in_width, other=0.0)
+    out = acc.to(d_ptr.dtype.element_ty)
+    if SWAP_AB:
+        # D^T's unit stride runs down the rows: lanes along them, so a warp's stores fill
+        # consecutive bytes of one column (the loads above kept the partials' row order).
+        down: gl.constexpr = gl.BlockedLayout([1, 1], [32, 1], [1, gl.num_warps()], [0, 1])
+        out = gl.convert_layout(out, down)
+        rows = gl.program_id(1) * BLOCK_M + gl.arange(0, BLOCK_M, gl.SliceLayout(1, down))
+        cols = gl.program_id(2) * BLOCK_N + gl.arange(0, BLOCK_N, gl.SliceLayout(0, down))
     d_rows = gl.expand_dims(tile_m * TILE_M + rows, 1).to(gl.int64)
-    d_cols = gl.expand_dims(tile_n * TILE_N + cols, 0)
-    mask = (d_rows < M) & (d_cols < N)
-    gl.store(d_ptr + d_rows * N + d_cols, acc.to(d_ptr.dtype.element_ty), mask=mask)
+    d_cols = gl.expand_dims(tile_n * TILE_N + cols, 0).to(gl.int64)
+    mask = (d_rows < M) & (d_cols < N) & gl.expand_dims(cols < TILE_N, 0)
+    if SWAP_AB:
+        gl.store(d_ptr + d_cols * M + d_rows, out, mask=mask)
+    else:
+        gl.store(d_ptr + d_rows * N + d_cols, out, mask=mask)
 
 
 # -- configs ------------------------------------------------------------------------------------
@@ -756,7 +784,8 @@ def _menu() -> tuple[R8Config, ...]:
     the narrow tiles that cover a small M (16/32/64 columns, cluster 1, split or not) and with
     the ``SWAP_WIDE`` tiles for a mid-size M (unsplit; 64 or 128 rows, cluster 1 or 2, both
     rasters); stream-K on the unswapped tiles a tail wave is made of (the partials bypass
-    shared memory). Unswapped widths are powers of two: Triton's block shapes must be."""
+    shared memory) and on the 128-row wide swaps. Unswapped widths are powers of two:
+    Triton's block shapes must be."""
     menu = [RUNG7, R8Config(group=16), R8Config(tile_n=128), R8Config(tile_n=128, group=16)]
     one_cta = ((128, 256), (128, 128), (128, 64), (128, 32), (128, 16), (64, 256))
     for tm, tn in (*one_cta, (64, 128), (64, 64)):
@@ -774,6 +803,14 @@ def _menu() -> tuple[R8Config, ...]:
     for tn in (w for w in SWAP_WIDE if w <= SWAP_WIDE_256):
         for cluster in (2, 1):
             menu += [R8Config(256, tn, cluster, swap_ab=True, raster=r) for r in ("m", "n")]
+    # Stream-K over the 128-row wide swaps: N's row tiles leaving the last wave part-empty
+    # run the tail's k-iterations on every SM (the CuTeDSL rung 8's nineteenth version).
+    for tn in SWAP_WIDE:
+        for cluster in (2, 1):
+            menu += [
+                R8Config(128, tn, cluster, swap_ab=True, stream_k=True, raster=r)
+                for r in ("m", "n")
+            ]
     return tuple(menu)
 
 
@@ -807,8 +844,10 @@ def _valid(problem: Problem, config: R8Config) -> str | None:
     tail = config.boxes[1]
     if tail & (tail - 1) or 0 < tail < 8 or (tail and not config.swap_ab):
         return f"tile_n = {config.tile_n}: two boxes only for a swapped tile, 8..128 + 8 wide"
-    if config.stream_k and (config.swap_ab or config.split_k > 1 or problem.n % 8):
-        return "stream-K: unswapped, unsplit, and D's rows 16-byte aligned (N % 8 == 0)"
+    if config.stream_k and (config.split_k > 1 or problem.n % 8):
+        return "stream-K: unsplit, and D's rows 16-byte aligned (N % 8 == 0)"
+    if config.stream_k and config.swap_ab and (config.tile_m, config.wide_swap) != (128, True):
+        return "stream-K swapped: wide tiles of 128 rows only"
     rows, cols = workspace_shape(problem, config)
     if config.split_k > 1 and rows * cols * 4 > MAX_WORKSPACE_BYTES:
         return f"needs a {rows * cols * 4 >> 20} MiB split-K workspace (split-K is for small M x N)"
@@ -962,9 +1001,7 @@ def plan(problem: Problem, num_sms: int, config: R8Config) -> Plan:
             SWAP_AB=config.swap_ab,
             PERSISTENT=persistent,
             TAIL_N=tail,
-            # Kernel rows first within a group, but a wide swap's raster m walks its column
-            # tiles (D's M) first. A narrow cover has one column: the same order either way.
-            ROWS_FIRST=not (config.wide_swap and config.raster == "m"),
+            ROWS_FIRST=rows_first(config),
             PRODUCER_WARPS=PRODUCER_WARPS,
             PRODUCER_REGS=PRODUCER_REGS,
             CONSUMER_REGS=CONSUMER_REGS,
@@ -973,6 +1010,12 @@ def plan(problem: Problem, num_sms: int, config: R8Config) -> Plan:
         num_warps=4,  # the default partition: consumer 0; consumer 1 is a 4-warp worker
         num_ctas=config.cluster,
     )
+
+
+def rows_first(config: R8Config) -> bool:
+    """The tile order: kernel rows first within a group, but a wide swap's raster m walks its
+    column tiles (D's M) first. A narrow cover has one column: the same order either way."""
+    return not (config.wide_swap and config.raster == "m")
 
 
 def slice_rows(problem: Problem, config: R8Config) -> int:
@@ -1016,8 +1059,9 @@ def streamk_workspace_shape(num_sms: int, config: R8Config) -> tuple[int, int]:
 
 def streamk_reduce_plan(problem: Problem, num_sms: int, config: R8Config) -> Plan:
     sk = stream_k(problem, num_sms, config)
+    rows, cols = config.oriented(problem)
     return Plan(
-        args=(Ptr("w", dtype="fp32"), Ptr("c"), problem.m, problem.n, problem.k, sk.programs),
+        args=(Ptr("w", dtype="fp32"), Ptr("c"), rows, cols, problem.k, sk.programs),
         constexprs=dict(
             TILE_M=config.tile_rows,
             TILE_N=config.tile_n,
@@ -1025,11 +1069,13 @@ def streamk_reduce_plan(problem: Problem, num_sms: int, config: R8Config) -> Pla
             GROUP_M=config.group,
             BLOCK_M=SK_REDUCE_BLOCK_M,
             BLOCK_N=SK_REDUCE_BLOCK_N,
+            SWAP_AB=config.swap_ab,
+            ROWS_FIRST=rows_first(config),
         ),
         grid=(
             max(1, sk.sk_tiles),
             config.tile_rows // SK_REDUCE_BLOCK_M,
-            config.tile_n // SK_REDUCE_BLOCK_N,
+            cdiv(config.tile_n, SK_REDUCE_BLOCK_N),
         ),
         num_warps=4,
     )
