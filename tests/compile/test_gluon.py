@@ -386,6 +386,23 @@ def test_r8_a_narrow_two_box_swap_in_columns_gives_way_to_its_wider_twin():
     assert (c.tile_m, c.tile_n, c.swap_ab) == (128, 72, True), c.name
 
 
+def test_r8_swapped_stream_k_validity():
+    """Stream-K also runs the 128-row wide swaps (every ``SWAP_WIDE`` width, one box or two,
+    cluster 1 and 2, both rasters); 64 and 256 rows, narrow covers, splits and a D^T whose
+    column pitch (N) is not 16-byte aligned are refused with a reason."""
+    r8 = _r8()
+    ok = Problem(155, 36864, 7168)
+    swapped = [c for c in r8.MENU if c.stream_k and c.swap_ab]
+    assert {(c.tile_m, c.tile_n, c.cluster, c.raster) for c in swapped} == {
+        (128, w, c, r) for w in r8.SWAP_WIDE for c in (1, 2) for r in "mn"
+    }
+    assert all(r8._valid(ok, c) is None for c in swapped)
+    base = swapped[0]
+    for override in ("tile_m=64", "tile_m=256", "tile_n=32", "split_k=2"):
+        assert r8._valid(ok, base.with_overrides(override)), override
+    assert r8._valid(Problem(155, 36868, 7168), base)
+
+
 def test_r8_menu_fits_shared_memory():
     r8 = _r8()
     for config in r8.MENU:
