@@ -281,6 +281,9 @@ class ConfigSpace(Generic[C]):
     #: The configs valid for a problem, most promising first (e.g. by the heuristic's cost
     #: model): what ``bench --tune --tune-top N`` times the first N of. None: menu order.
     rank: Callable[[Problem], Sequence[C]] | None = None
+    #: Why the heuristic chose ``config`` for ``problem``, one line (e.g. the cost model's
+    #: estimate, waves and runner-up: ``harness.tile_cost.explain``). None: "heuristic".
+    explain: Callable[[Problem, C], str] | None = None
 
     def __post_init__(self) -> None:
         if not self.menu:
@@ -292,15 +295,35 @@ class ConfigSpace(Generic[C]):
     def by_name(self, name: str) -> C | None:
         return next((c for c in self.menu if c.name == name), None)
 
+    def _tuned(self, kernel_id: str, problem: Problem, gpu_name: str | None) -> C | None:
+        """The tuned table's valid choice for ``problem`` on ``gpu_name``, if it has one."""
+        if self.module is None or gpu_name is None:
+            return None
+        table = TunedTable.read(tuned_table_path(self.module, gpu_name))
+        name = table.lookup(kernel_id, problem) if table else None
+        chosen = self.by_name(name) if name else None
+        return chosen if chosen is not None and self.valid(problem, chosen) is None else None
+
+    def reason(
+        self, kernel_id: str, problem: Problem, config: C, gpu_name: str | None = None
+    ) -> str | None:
+        """Why ``config`` is :meth:`select`'s choice: the tuned table's entry, or the
+        heuristic's reasoning (``explain``); None if it is not the choice."""
+        tuned = self._tuned(kernel_id, problem, gpu_name)
+        if tuned is not None:
+            return (
+                f"tuned table (tuned/{gpu_slug(gpu_name or '')}.json)" if tuned == config else None
+            )
+        if config != self.heuristic(problem):
+            return None
+        return self.explain(problem, config) if self.explain else "heuristic"
+
     def select(self, kernel_id: str, problem: Problem, gpu_name: str | None = None) -> C:
         """The tuned table's choice for ``problem`` on ``gpu_name`` if it has one, else the
         heuristic's."""
-        if self.module is not None and gpu_name is not None:
-            table = TunedTable.read(tuned_table_path(self.module, gpu_name))
-            name = table.lookup(kernel_id, problem) if table else None
-            chosen = self.by_name(name) if name else None
-            if chosen is not None and self.valid(problem, chosen) is None:
-                return chosen
+        tuned = self._tuned(kernel_id, problem, gpu_name)
+        if tuned is not None:
+            return tuned
         choice = self.heuristic(problem)
         if choice not in self.menu:
             raise ValueError(f"heuristic chose {choice.name}, which is not on the menu")

@@ -167,6 +167,9 @@ class ConfigurableKernel(Kernel, Protocol):
 
     ``configs`` is the finite menu; ``select(problem)`` the default choice (tuned table first,
     then a heuristic); ``supports``/``compile``/``codegen`` accept ``config=`` (a menu entry).
+    Optional, not part of the protocol's checks: ``ranked(problem)`` (the order ``bench
+    --tune-top`` times) and ``selection_reason(problem, config)`` (why ``select`` chose it,
+    one line, recorded as ``BenchRecord.selection``).
     """
 
     configs: tuple[KernelConfig, ...]
@@ -357,6 +360,13 @@ class SpecKernel:
         if self.space is None:
             return None
         return self.space.select(self.spec.id, problem, current_gpu_name())
+
+    def selection_reason(self, problem: Problem, config: KernelConfig) -> str | None:
+        """Why ``config`` is this kernel's choice for ``problem`` on this GPU (None: it is
+        not, or the kernel has no configs): ``ConfigSpace.reason``."""
+        if self.space is None:
+            return None
+        return self.space.reason(self.spec.id, problem, config, current_gpu_name())
 
     def ranked(self, problem: Problem) -> Sequence[KernelConfig] | None:
         """The space's ranking of the configs for ``problem`` (None: it has none)."""

@@ -71,6 +71,9 @@ class BenchRecord(_KernelRecord):
 
     ``selected`` says whether ``config`` is the kernel's own choice for the problem (what a
     plain ``bench`` runs); a ``--tune`` run also records every other config on the menu.
+    ``selection`` says why the kernel chose it (its tuned table, or its heuristic's one-line
+    reasoning, e.g. the cost model's estimate, waves and runner-up); None for a config that
+    was not the kernel's own choice, or a kernel that gives no reason.
 
     ``gpu`` names the GPU it ran on (host, ``CUDA_VISIBLE_DEVICES`` slot, UUID, serial, PCI bus
     id, name: :data:`harness.devices.IDENTITY_FIELDS`); ``versions`` the interpreter and the
@@ -85,6 +88,7 @@ class BenchRecord(_KernelRecord):
 
     problem: Problem
     selected: bool | None = None
+    selection: str | None = None
     compile_s: float | None = None
     check: CheckResult | None = None
     timing: Stats | None = None

@@ -7,7 +7,8 @@ the same run (and per clock), cuBLAS's drift over the problem, the host's launch
 hold per launch, telemetry, the GPU it ran on and the versions of its environment; a codegen
 record one kernel compiled for its arch — registers, spills, shared memory, compile time,
 lines of code, the PTX features found. Older documents read as far as they go: version 3
-files written before 2026-11-27 without launch times and holds, version 2 also without GPU,
+files written before 2026-11-27 without launch times and holds (and most of that day's without
+the selection's reason), version 2 also without GPU,
 versions and drift (None), version 1 also without configs (``config = None``).
 
 :class:`ResultsWriter` rewrites the whole document through a temporary file and ``os.replace``
@@ -114,6 +115,7 @@ def record_to_json(rec: Record) -> dict[str, Any]:
             problem={"m": p.m, "n": p.n, "k": p.k, "dtype": p.dtype},
             problem_key=p.key,
             selected=rec.selected,
+            selection=rec.selection,
             compile_s=rec.compile_s,
             check=_plain(rec.check),
             timing=_plain(rec.timing),
@@ -228,6 +230,7 @@ def record_from_json(d: Any, kind: str, where: str = "record") -> Record:
             **ident,
             problem=problem,
             selected=_opt(d, "selected", bool, where),
+            selection=_opt(d, "selection", str, where),
             compile_s=_opt(d, "compile_s", _NUM, where),
             check=_check_from(d.get("check"), where),
             timing=_nested(Stats, d.get("timing"), f"{where} timing"),

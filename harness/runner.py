@@ -446,6 +446,7 @@ class Runner:
             config=reply.get("config"),
             config_values=reply.get("config_values"),
             selected=reply.get("selected"),
+            selection=reply.get("selection"),
         )
         return _Unit(spec, request, rec)
 

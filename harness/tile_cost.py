@@ -46,6 +46,7 @@ __all__ = [
     "TileCostModel",
     "cheapest",
     "cross_validate",
+    "explain",
     "fit",
     "heuristic_allows",
     "heuristic_raster",
@@ -89,6 +90,17 @@ class GemmConfig(KernelConfig):
         """Swapped with a tile wider than the narrow covers: M on the wgmma N side in up to
         ``MAX_SWAP_COLUMNS`` column tiles (:func:`swap_fits`)."""
         return self.swap_ab and self.tile_n > max(NARROW)
+
+    @property
+    def label(self) -> str:
+        """The knobs a cost model sees, short (``128x136 swap sk``, ``128x256 c2``,
+        ``64x128 split4``): how explanations name a config."""
+        parts = [f"{self.tile_m}x{self.tile_n}"]
+        parts += ["c2"] if self.cluster == 2 else []
+        parts += ["swap"] if self.swap_ab else []
+        parts += [f"split{self.split_k}"] if self.split_k > 1 else []
+        parts += ["sk"] if self.stream_k else []
+        return " ".join(parts)
 
     @property
     def tile_rows(self) -> int:
@@ -432,6 +444,32 @@ def cheapest(
         if allowed(c):
             return c
     raise ValueError(f"no allowed config for {problem.key}")
+
+
+def explain(
+    problem: Problem,
+    chosen: C,
+    candidates: Iterable[C],
+    *,
+    model: TileCostModel = HOPPER,
+    block_k: int = 64,
+) -> str:
+    """Why a heuristic chose ``chosen``, one line: its tiles, the busiest program's waves and
+    the model's time, then the cheapest other config of ``candidates`` (those the heuristic
+    allowed, e.g. its ranking filtered by its rules) and how much slower the model thinks
+    it is; if the model ranks another first, that a rule replaced it. E.g. ``288 tiles,
+    2.18 -> 1.98 waves, model 181 us; next 128x136 swap +15 % (model)``."""
+    t = model.seconds(problem, chosen, block_k)
+    waves = model.predicted_waves(problem, chosen, block_k)
+    line = f"{chosen.tiles(problem)} tiles, {waves:.2f} waves, model {t * 1e6:.0f} us"
+    others = [c for c in candidates if c != chosen]
+    if not others:
+        return line + "; no other config allowed"
+    best = min(others, key=lambda c: model.seconds(problem, c, block_k))
+    ratio = model.seconds(problem, best, block_k) / t
+    if ratio < 1:
+        return f"{line}; by rule over {best.label}, {ratio - 1:+.0%} (model)"
+    return f"{line}; next {best.label} {ratio - 1:+.0%} (model)"
 
 
 NARROW = (16, 32, 64)  # the tile widths that cover a short side

@@ -145,11 +145,14 @@ def _configs_for(state: _State, problem: Problem, top: int | None) -> dict[str, 
 
 def _config_fields(kernel: Any, problem: Problem, config: Any) -> dict[str, Any]:
     if config is None:
-        return {"config": None, "config_values": None, "selected": None}
+        return {"config": None, "config_values": None, "selected": None, "selection": None}
+    selected = config == kernel.select(problem)
+    reason = getattr(kernel, "selection_reason", None)  # optional: a plugin may not say why
     return {
         "config": config.name,
         "config_values": config.values(),
-        "selected": config == kernel.select(problem),
+        "selected": selected,
+        "selection": reason(problem, config) if selected and callable(reason) else None,
     }
 
 

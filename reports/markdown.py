@@ -71,6 +71,11 @@ def _cfg(rec: BenchRecord | CodegenRecord | None) -> str:
     return f"`{rec.config}`" if rec is not None and rec.config else "-"
 
 
+def _why(rec: BenchRecord | None) -> str:
+    """Why the kernel chose the config that ran (``BenchRecord.selection``), or "-"."""
+    return rec.selection if rec is not None and rec.selection else "-"
+
+
 def _reference(ds: Dataset, p: Problem, picks: Iterable[BenchRecord | None]) -> BenchRecord | None:
     like = next((r for r in picks if r is not None and r.timed), None)
     return ds.cublas(p, like)
@@ -427,7 +432,10 @@ def _panel_stats(panel: Any) -> list[str]:
 _SWEEP_NOTE = (
     "Each % is the kernel's own config choice against cuBLAS timed in the same run; the "
     "geomean is the geometric mean of those ratios over the shapes timed. Shapes run from "
-    "decode (M = 1) to prefill, ordered by M, then N, then K."
+    'decode (M = 1) to prefill, ordered by M, then N, then K. "why" is the kernel\'s own '
+    "reason for its choice, recorded with the result: its tuned table, or its heuristic's "
+    "cost-model estimate (tiles, waves of the busiest program, modelled time) and the "
+    "next-cheapest config it allowed (runs before 2026-11-27 did not record it)."
 )
 
 
@@ -458,11 +466,14 @@ def sweep_lines(ds: Dataset) -> list[str]:
         header = ["shape", "cuBLAS TFLOPS"]
         header += [f"r{g} {Rung(g).label} (% cuBLAS)" for g in rungs]
         header += [f"r{g} config" for g in configured]
+        explained = [g for g in rungs if any(_why(r.records[g]) != "-" for r in panel.rows)]
+        header += [f"r{g} why" for g in explained]
         rows = []
         for row in panel.rows:
             cells = [_shape(row.problem), _fmt(row.cublas.tflops if row.cublas else None)]
             cells += [_sweep_cell(ds, row.records[g], row.pct[g]) for g in rungs]
             cells += [_cfg(row.records[g]) for g in configured]
+            cells += [_why(row.records[g]) for g in explained]
             any_fallback |= any(c.endswith(" †") for c in cells)
             rows.append(cells)
         md += [_panel_heading(panel), ""]

@@ -861,6 +861,18 @@ def test_r8_swapped_stream_k_compiles(knobs) -> None:
     _assert_ptxas_clean(ptx, config.name)
 
 
+def test_r8_says_why_it_chose_each_config() -> None:
+    """Every result of the kernel's own choice records why (``selection_reason``): the cost
+    model's tiles, waves and time and the runner-up it allowed; a forced config has none."""
+    r8 = _r8()
+    p = Problem(136, 36864, 7168)
+    pick = r8.KERNEL.select(p)
+    assert (pick.swap_ab, pick.stream_k, pick.tile_n) == (True, True, 136), pick.name
+    why = r8.KERNEL.selection_reason(p, pick)
+    assert why.startswith("288 tiles, 2.19 waves, model ") and "; next " in why, why
+    assert r8.KERNEL.selection_reason(p, pick.with_overrides("stream_k=0")) is None
+
+
 def test_r8_menu_fits_shared_memory() -> None:
     """Every menu config's ring, epilogue buffers and barriers fit the 227 KiB of one CTA with
     at least 4 stages; the 192-wide tile takes six epilogue buffers (its six 32-column

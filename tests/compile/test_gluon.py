@@ -403,6 +403,19 @@ def test_r8_swapped_stream_k_validity():
     assert r8._valid(Problem(155, 36868, 7168), base)
 
 
+def test_r8_says_why_it_chose_each_config():
+    """``selection_reason``: the model's tiles, waves, time and runner-up; where the 64-row
+    twin rule replaced the model's first (a 128x72 swap in four columns), it says so."""
+    r8 = _r8()
+    p = Problem(279, 3584, 4096)
+    pick = r8.KERNEL.select(p)
+    why = r8.KERNEL.selection_reason(p, pick)
+    assert (pick.tile_m, pick.tile_n) == (64, 144) and "; by rule over 128x72 swap, -" in why
+    p = Problem(136, 36864, 7168)
+    why = r8.KERNEL.selection_reason(p, r8.KERNEL.select(p))
+    assert why.startswith("288 tiles, 2.19 waves, model ") and "; next " in why, why
+
+
 def test_r8_menu_fits_shared_memory():
     r8 = _r8()
     for config in r8.MENU:

@@ -93,6 +93,7 @@ def test_bench_records_every_failure_and_finishes(plugin_env, tmp_path: Path) ->
         tuned = got[("toy/tuned", key)]
         assert tuned.status == Status.OK and tuned.selected is True
         assert (tuned.config, tuned.config_values) == ("split=1", {"split": 1})
+        assert tuned.selection == "toy: split=1 sums K in one pass"  # the kernel's own reason
     assert got[("toy/picky", "64x64x64-fp16")].status == Status.OK
     assert got[("toy/picky", "100x72x40-fp16")].status == Status.UNSUPPORTED
     assert "multiples of 64" in got[("toy/picky", "100x72x40-fp16")].reason

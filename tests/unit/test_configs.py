@@ -106,6 +106,21 @@ def test_select_consults_the_tuned_table_before_the_heuristic(kernel_module: str
     assert space.select("x/r7", P, "NVIDIA H200") == Knobs()
 
 
+def test_reason_says_why_the_selection_chose_a_config(kernel_module: str) -> None:
+    """``reason``: the tuned table's entry names the table, the heuristic's pick its
+    ``explain`` line (or "heuristic" without one); any other config has no reason."""
+    why = ConfigSpace(MENU, lambda p: Knobs(), module=kernel_module, explain=lambda p, c: "cheap")
+    plain = ConfigSpace(MENU, lambda p: Knobs(), module=kernel_module)
+    assert why.reason("x/r7", P, Knobs(), "NVIDIA H200") == "cheap"  # no table yet
+    assert plain.reason("x/r7", P, Knobs(), None) == "heuristic"
+    assert why.reason("x/r7", P, Knobs(4, "n"), None) is None  # not the choice: forced
+    _table(kernel_module, "NVIDIA H200", {P.key: Knobs(4, "n").name})
+    table_why = why.reason("x/r7", P, Knobs(4, "n"), "NVIDIA H200")
+    assert table_why == "tuned table (tuned/nvidia-h200.json)"
+    assert why.reason("x/r7", P, Knobs(), "NVIDIA H200") is None  # the table overrides it
+    assert why.reason("x/r7", P, Knobs(), "NVIDIA H100") == "cheap"
+
+
 class _Configurable:
     configs = MENU
 

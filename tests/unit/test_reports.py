@@ -473,7 +473,8 @@ def _sweep_dataset(tmp_path: Path, sweep: bool = True):
             w.add(bench_record("gamma", 8, p, None, status=Status.WRONG, config=f"tile{p.m}",
                        selected=True))  # fmt: skip
         else:
-            w.add(bench_record("gamma", 8, p, cub * 100 / r8, config=f"tile{p.m}", selected=True))
+            w.add(bench_record("gamma", 8, p, cub * 100 / r8, config=f"tile{p.m}", selected=True,
+                               selection=f"{p.m} tiles, model"))  # fmt: skip
         w.add(bench_record("delta", 7, p, cub * 100 / (r7 * 0.9)))
     w.finish()
     return load_dataset([tmp_path / "sweep.json"])
@@ -506,11 +507,11 @@ def test_shape_sweep_section_and_figure(tmp_path: Path) -> None:
     delta, gamma = delta.split("**gamma**")[0], gamma.split("Each %")[0]
     assert (
         "| shape | cuBLAS TFLOPS | r7 multi_consumer (% cuBLAS) | r8 shape_adaptive (% cuBLAS) "
-        "| r8 config |" in gamma
+        "| r8 config | r8 why |" in gamma
     )
     cub = Problem(1, 6144, 4096).flops / (0.020e-3) / 1e12
-    assert f"| 1x6144x4096 | {cub:.1f} | 12.0 | 93.0 | `tile1` |" in gamma
-    assert "| 1024x1024x1024 | " in gamma and "| 55.0 | wrong | `tile1024` |" in gamma
+    assert f"| 1x6144x4096 | {cub:.1f} | 12.0 | 93.0 | `tile1` | 1 tiles, model |" in gamma
+    assert "| 1024x1024x1024 | " in gamma and "| 55.0 | wrong | `tile1024` | - |" in gamma
     # rows by M, then N, then K; 4096^3 is not a sweep shape
     order = [line.split(" | ")[0][2:] for line in gamma.splitlines() if line.startswith("| ")]
     assert order[1:] == ["1x6144x4096", "16x4096x14336", "128x28672x4096", "1024x1024x1024",

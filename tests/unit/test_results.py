@@ -63,7 +63,8 @@ def test_configs_roundtrip(tmp_path: Path) -> None:
         load(FIXTURE).bench[0],
         config="group=8,raster=m",
         config_values={"group": 8, "raster": "m"},
-        selected=False,
+        selected=True,
+        selection="64 tiles, 1.00 waves, model 15 us; next 128x16 swap split4 +24% (model)",
     )
     w = ResultsWriter(tmp_path / "c.json", "bench", {})
     w.add(rec)
@@ -166,7 +167,8 @@ def test_every_field_of_a_bench_document_is_read() -> None:
     assert (ok.status, ok.reason) == (Status.OK, "a reason kept even when it ran")
     assert (ok.config, ok.config_values) == ("group=8,raster=m", {"group": 8, "raster": "m"})
     assert ok.problem == Problem(1000, 3000, 512, "bf16") and ok.problem_key == "1000x3000x512-bf16"
-    assert (ok.selected, ok.compile_s, ok.rotation_sets) == (False, 12.5, 37)
+    assert (ok.selected, ok.compile_s, ok.rotation_sets) == (True, 12.5, 37)
+    assert ok.selection == "132 tiles, 1.00 waves, model 15 us; next 128x256 +4% (model)"
     assert ok.check == CheckResult(
         passed=True,
         max_abs_err=0.0625,

@@ -22,6 +22,7 @@ from harness.tile_cost import (
     cheapest,
     cross_validate,
     evaluate,
+    explain,
     fit,
     heuristic_allows,
     ranked,
@@ -215,6 +216,26 @@ def test_heuristic_rules_and_the_cheapest_allowed() -> None:
     assert pick == GemmConfig(128, 16, 1, swap_ab=True, split_k=4)  # 32 tiles, long K
     with pytest.raises(ValueError, match="no allowed config"):
         cheapest(decode, _MENU, _valid, lambda c: False)
+
+
+def test_explain_names_the_tiles_waves_model_time_and_the_runner_up() -> None:
+    """A heuristic's one-line reason: the pick's tiles, its busiest program's waves and the
+    model's time, then the cheapest other allowed config and how much slower the model puts
+    it; a pick the model does not rank first (a rule's) says so."""
+    p = Problem(300, 7168, 16384)
+    allowed = [c for c in _MENU if _valid(p, c) is None]
+    best = cheapest(p, allowed, _valid, lambda c: True)
+    line = explain(p, best, allowed)
+    t = HOPPER.seconds(p, best)
+    assert line.startswith(f"{best.tiles(p)} tiles, ") and f"model {t * 1e6:.0f} us" in line
+    assert f"{HOPPER.predicted_waves(p, best):.2f} waves" in line
+    runner = min((c for c in allowed if c != best), key=lambda c: HOPPER.seconds(p, c))
+    assert f"; next {runner.label} +" in line
+    rule = explain(p, runner, allowed)  # not the model's first: a rule must have chosen it
+    assert f"; by rule over {best.label}, -" in rule
+    assert explain(p, best, [best]).endswith("; no other config allowed")
+    assert GemmConfig(128, 136, 2, swap_ab=True, stream_k=True).label == "128x136 c2 swap sk"
+    assert GemmConfig(64, 128, 1, split_k=4).label == "64x128 split4"
 
 
 def test_a_wide_swapped_tile_fits_a_mid_size_m_tightly() -> None:

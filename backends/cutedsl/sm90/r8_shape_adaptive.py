@@ -160,6 +160,7 @@ from harness.tile_cost import (
     GemmConfig,
     StreamK,
     cheapest,
+    explain,
     heuristic_allows,
     heuristic_raster,
     ranked,
@@ -513,15 +514,26 @@ def _heuristic(problem: Problem) -> R8Config:
     ``HEURISTIC_CLUSTERS`` allows. Ties go to the larger tile, then cluster 2, then no split
     and no stream-K."""
 
-    def allowed(c: R8Config) -> bool:
-        return (
-            not _variant(problem, c)
-            and heuristic_allows(problem, c, BLOCK_K)
-            and c.cluster in _heuristic_clusters(c)
-            and _one_warpgroup_swap_pays(problem, c)
-        )
+    return cheapest(
+        problem, MENU, _valid, lambda c: _allowed(problem, c), block_k=BLOCK_K, model=COST
+    )
 
-    return cheapest(problem, MENU, _valid, allowed, block_k=BLOCK_K, model=COST)
+
+def _allowed(problem: Problem, c: R8Config) -> bool:
+    """The heuristic's rules (``_heuristic``): what it may pick before the model ranks."""
+    return (
+        not _variant(problem, c)
+        and heuristic_allows(problem, c, BLOCK_K)
+        and c.cluster in _heuristic_clusters(c)
+        and _one_warpgroup_swap_pays(problem, c)
+    )
+
+
+def _explain(problem: Problem, c: R8Config) -> str:
+    """Why ``_heuristic`` chose ``c``: tiles, waves, the model's time and its runner-up among
+    the allowed configs (``harness.tile_cost.explain``), recorded with every result."""
+    allowed = (x for x in MENU if _valid(problem, x) is None and _allowed(problem, x))
+    return explain(problem, c, allowed, model=COST, block_k=BLOCK_K)
 
 
 # -- stream-K device helpers ---------------------------------------------------------------
@@ -1238,6 +1250,8 @@ KERNEL = CuteDslKernel(
     spec(__name__),
     make_gemm=lambda num_sms, tma_store, config: Gemm(num_sms, tma_store, config),
     variant_of=tma_store_variant,
-    space=ConfigSpace(MENU, _heuristic, module=__name__, valid=_valid, rank=_ranked),
+    space=ConfigSpace(
+        MENU, _heuristic, module=__name__, valid=_valid, rank=_ranked, explain=_explain
+    ),
     workspace=workspace_elems,
 )

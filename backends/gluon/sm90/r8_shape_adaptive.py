@@ -118,6 +118,7 @@ from harness.tile_cost import (
     GemmConfig,
     StreamK,
     cheapest,
+    explain,
     heuristic_allows,
     heuristic_raster,
     ranked,
@@ -929,14 +930,27 @@ def _heuristic(problem: Problem) -> R8Config:
     splits that keep >= 512 of K, group 8; then ``_one_box_wider``. Ties go to the larger
     tile, then to cluster 2 (rung 7 at large M x N), then to no split and no stream-K."""
 
-    def allowed(c: R8Config) -> bool:
-        return c.group == 8 and heuristic_allows(problem, c, BLOCK_K, SWAP_WIDE)
-
-    pick = cheapest(problem, MENU, _valid, allowed, block_k=BLOCK_K, model=COST)
+    pick = cheapest(
+        problem, MENU, _valid, lambda c: _allowed(problem, c), block_k=BLOCK_K, model=COST
+    )
     twin = _one_box_wider(problem, pick)
-    if twin is not None and twin in MENU and _valid(problem, twin) is None and allowed(twin):
-        return twin
+    if twin is not None and twin in MENU and _valid(problem, twin) is None:
+        if _allowed(problem, twin):
+            return twin
     return pick
+
+
+def _allowed(problem: Problem, c: R8Config) -> bool:
+    """The heuristic's rules (``_heuristic``): what it may pick before the model ranks."""
+    return c.group == 8 and heuristic_allows(problem, c, BLOCK_K, SWAP_WIDE)
+
+
+def _explain(problem: Problem, c: R8Config) -> str:
+    """Why ``_heuristic`` chose ``c``: tiles, waves, the model's time and its runner-up among
+    the allowed configs (``harness.tile_cost.explain``; a 64-row twin reads "by rule"),
+    recorded with every result."""
+    allowed = (x for x in MENU if _valid(problem, x) is None and _allowed(problem, x))
+    return explain(problem, c, allowed, model=COST, block_k=BLOCK_K)
 
 
 def _one_box_wider(problem: Problem, c: R8Config) -> R8Config | None:
@@ -1150,7 +1164,9 @@ KERNEL = ShapeAdaptiveKernel(
     spec(__name__),
     jit_fn=r8_shape_adaptive_kernel,
     plan=plan,
-    space=ConfigSpace(MENU, _heuristic, module=__name__, valid=_valid, rank=_ranked),
+    space=ConfigSpace(
+        MENU, _heuristic, module=__name__, valid=_valid, rank=_ranked, explain=_explain
+    ),
     notes=(
         "B multicast (cluster=2): as rung 7, the lead CTA issues the whole B tile",
         "swap_ab: D^T tile transposed in registers (gl.permute), TMA-stored as D's box",

@@ -121,7 +121,11 @@ class TunableToy(Toy):
             module=__name__,
             valid=_valid,
             rank=lambda problem: (ToyConfig(4), ToyConfig(2), ToyConfig(1)),  # most splits first
+            explain=lambda problem, config: f"toy: split={config.split} sums K in one pass",
         )
+
+    def selection_reason(self, problem: Problem, config: ToyConfig) -> str | None:
+        return self.space.reason(f"toy/{self.name}", problem, config, current_gpu_name())
 
     def ranked(self, problem: Problem) -> tuple[ToyConfig, ...]:
         return self.space.rank(problem)  # type: ignore[misc]
