@@ -449,20 +449,22 @@ def cheapest(
 def explain(
     problem: Problem,
     chosen: C,
-    candidates: Iterable[C],
+    menu: Iterable[C],
+    valid: Callable[[Problem, C], str | None],
+    allowed: Callable[[C], bool],
     *,
     model: TileCostModel = HOPPER,
     block_k: int = 64,
 ) -> str:
-    """Why a heuristic chose ``chosen``, one line: its tiles, the busiest program's waves and
-    the model's time, then the cheapest other config of ``candidates`` (those the heuristic
-    allowed, e.g. its ranking filtered by its rules) and how much slower the model thinks
-    it is; if the model ranks another first, that a rule replaced it. E.g. ``288 tiles,
-    2.18 -> 1.98 waves, model 181 us; next 128x136 swap +15 % (model)``."""
+    """Why a heuristic (:func:`cheapest` over the same ``menu``, ``valid`` and ``allowed``)
+    chose ``chosen``, one line: its tiles, the busiest program's waves and the model's time,
+    then the cheapest other valid, allowed config and how much slower the model thinks it
+    is; where the model ranks that one first, that a rule chose against it. E.g. ``288
+    tiles, 2.19 waves, model 181 us; next 128x136 c2 swap sk +1% (model)``."""
     t = model.seconds(problem, chosen, block_k)
     waves = model.predicted_waves(problem, chosen, block_k)
     line = f"{chosen.tiles(problem)} tiles, {waves:.2f} waves, model {t * 1e6:.0f} us"
-    others = [c for c in candidates if c != chosen]
+    others = [c for c in menu if c != chosen and valid(problem, c) is None and allowed(c)]
     if not others:
         return line + "; no other config allowed"
     best = min(others, key=lambda c: model.seconds(problem, c, block_k))

@@ -223,17 +223,22 @@ def test_explain_names_the_tiles_waves_model_time_and_the_runner_up() -> None:
     model's time, then the cheapest other allowed config and how much slower the model puts
     it; a pick the model does not rank first (a rule's) says so."""
     p = Problem(300, 7168, 16384)
-    allowed = [c for c in _MENU if _valid(p, c) is None]
-    best = cheapest(p, allowed, _valid, lambda c: True)
-    line = explain(p, best, allowed)
+
+    def no_split(c: GemmConfig) -> bool:  # a rule of this test's heuristic
+        return c.split_k == 1
+
+    best = cheapest(p, _MENU, _valid, no_split)
+    line = explain(p, best, _MENU, _valid, no_split)
     t = HOPPER.seconds(p, best)
     assert line.startswith(f"{best.tiles(p)} tiles, ") and f"model {t * 1e6:.0f} us" in line
     assert f"{HOPPER.predicted_waves(p, best):.2f} waves" in line
-    runner = min((c for c in allowed if c != best), key=lambda c: HOPPER.seconds(p, c))
-    assert f"; next {runner.label} +" in line
-    rule = explain(p, runner, allowed)  # not the model's first: a rule must have chosen it
+    allowed = [c for c in _MENU if _valid(p, c) is None and no_split(c) and c != best]
+    runner = min(allowed, key=lambda c: HOPPER.seconds(p, c))
+    assert f"; next {runner.label} +" in line  # the cheapest other valid, allowed config
+    rule = explain(p, runner, _MENU, _valid, no_split)  # not the model's first: a rule's
     assert f"; by rule over {best.label}, -" in rule
-    assert explain(p, best, [best]).endswith("; no other config allowed")
+    only = explain(p, best, _MENU, _valid, lambda c: c == best)
+    assert only.endswith("; no other config allowed")
     assert GemmConfig(128, 136, 2, swap_ab=True, stream_k=True).label == "128x136 c2 swap sk"
     assert GemmConfig(64, 128, 1, split_k=4).label == "64x128 split4"
 

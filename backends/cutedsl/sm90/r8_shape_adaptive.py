@@ -129,6 +129,7 @@ faster than 0 or EVICT_LAST; README, thirteenth version).
 from __future__ import annotations
 
 import dataclasses
+import functools
 from dataclasses import dataclass
 
 import cuda.bindings.driver as cuda
@@ -514,9 +515,8 @@ def _heuristic(problem: Problem) -> R8Config:
     ``HEURISTIC_CLUSTERS`` allows. Ties go to the larger tile, then cluster 2, then no split
     and no stream-K."""
 
-    return cheapest(
-        problem, MENU, _valid, lambda c: _allowed(problem, c), block_k=BLOCK_K, model=COST
-    )
+    allowed = functools.partial(_allowed, problem)
+    return cheapest(problem, MENU, _valid, allowed, block_k=BLOCK_K, model=COST)
 
 
 def _allowed(problem: Problem, c: R8Config) -> bool:
@@ -532,8 +532,8 @@ def _allowed(problem: Problem, c: R8Config) -> bool:
 def _explain(problem: Problem, c: R8Config) -> str:
     """Why ``_heuristic`` chose ``c``: tiles, waves, the model's time and its runner-up among
     the allowed configs (``harness.tile_cost.explain``), recorded with every result."""
-    allowed = (x for x in MENU if _valid(problem, x) is None and _allowed(problem, x))
-    return explain(problem, c, allowed, model=COST, block_k=BLOCK_K)
+    allowed = functools.partial(_allowed, problem)
+    return explain(problem, c, MENU, _valid, allowed, model=COST, block_k=BLOCK_K)
 
 
 # -- stream-K device helpers ---------------------------------------------------------------

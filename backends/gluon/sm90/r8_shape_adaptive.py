@@ -86,6 +86,7 @@ pair barrier; the compiler fences the barrier inits cluster-wide and adds the ex
 from __future__ import annotations
 
 import dataclasses
+import functools
 from dataclasses import dataclass
 from typing import Any
 
@@ -930,13 +931,11 @@ def _heuristic(problem: Problem) -> R8Config:
     splits that keep >= 512 of K, group 8; then ``_one_box_wider``. Ties go to the larger
     tile, then to cluster 2 (rung 7 at large M x N), then to no split and no stream-K."""
 
-    pick = cheapest(
-        problem, MENU, _valid, lambda c: _allowed(problem, c), block_k=BLOCK_K, model=COST
-    )
+    allowed = functools.partial(_allowed, problem)
+    pick = cheapest(problem, MENU, _valid, allowed, block_k=BLOCK_K, model=COST)
     twin = _one_box_wider(problem, pick)
-    if twin is not None and twin in MENU and _valid(problem, twin) is None:
-        if _allowed(problem, twin):
-            return twin
+    if twin is not None and twin in MENU and _valid(problem, twin) is None and allowed(twin):
+        return twin
     return pick
 
 
@@ -949,8 +948,8 @@ def _explain(problem: Problem, c: R8Config) -> str:
     """Why ``_heuristic`` chose ``c``: tiles, waves, the model's time and its runner-up among
     the allowed configs (``harness.tile_cost.explain``; a 64-row twin reads "by rule"),
     recorded with every result."""
-    allowed = (x for x in MENU if _valid(problem, x) is None and _allowed(problem, x))
-    return explain(problem, c, allowed, model=COST, block_k=BLOCK_K)
+    allowed = functools.partial(_allowed, problem)
+    return explain(problem, c, MENU, _valid, allowed, model=COST, block_k=BLOCK_K)
 
 
 def _one_box_wider(problem: Problem, c: R8Config) -> R8Config | None:
