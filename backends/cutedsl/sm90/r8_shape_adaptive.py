@@ -344,15 +344,14 @@ def workspace_elems(
 
 
 def _valid(problem: Problem, config: R8Config) -> str | None:
-    if config.stream_k and (
-        config.split_k > 1 or not config.persistent or problem.n % 8 or config.epilogue == "direct"
-    ):
+    # Whole tiles leave by the TMA store (no split, not "direct", N % 8 == 0), on the full
+    # persistent grid the schedule assumes.
+    tma_epi = _tma_epilogue(tma_store_variant(problem), config)
+    if config.stream_k and not (config.persistent and tma_epi):
         return "stream-K: unsplit, persistent, the TMA-store epilogue and N % 8 == 0"
     if config.stream_k and config.swap_ab and (config.tile_m, config.wide_swap) != (128, True):
         return "stream-K swapped: wide tiles of 128 rows only"
-    if config.epilogue == "overlap" and (
-        config.swap_ab or not _tma_epilogue(tma_store_variant(problem), config)
-    ):
+    if config.epilogue == "overlap" and (config.swap_ab or not tma_epi):
         return "overlap needs the TMA-store epilogue of an unswapped tile (N % 8 == 0, no split_k)"
     if config.split_k > cdiv(problem.k, BLOCK_K):
         return f"split_k={config.split_k} leaves a split without a k-tile (K={problem.k})"
