@@ -293,7 +293,29 @@ class ConfigSpace(Generic[C]):
             raise ValueError(f"config names repeat: {names}")
 
     def by_name(self, name: str) -> C | None:
-        return next((c for c in self.menu if c.name == name), None)
+        """The menu entry ``name`` names: the one of that exact name, else the one a name
+        written before some of its knobs existed means, those knobs at their defaults (a
+        tuned table's entries outlive a knob added later)."""
+        exact = next((c for c in self.menu if c.name == name), None)
+        if exact is not None:
+            return exact
+        try:
+            pairs = parse_pairs(name)
+        except ValueError:
+            return None
+
+        def means(c: C) -> bool:
+            fields = c._fields()
+            if not set(pairs) <= {f.name for f in fields}:
+                return False
+            return all(
+                _format(getattr(c, f.name)) == pairs[f.name]
+                if f.name in pairs
+                else getattr(c, f.name) == f.default
+                for f in fields
+            )
+
+        return next((c for c in self.menu if means(c)), None)
 
     def _tuned(self, kernel_id: str, problem: Problem, gpu_name: str | None) -> C | None:
         """The tuned table's valid choice for ``problem`` on ``gpu_name``, if it has one."""

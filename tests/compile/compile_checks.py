@@ -49,3 +49,27 @@ def assert_identity_and_supports(spec: KernelSpec, backend: str) -> None:
     else:
         assert isinstance(kernel.supports(ragged), str)
     assert isinstance(kernel.supports(Problem(128, 128, 100)), str)  # K % 8 != 0
+
+
+def assert_tuned_entries_on_the_menu(specs: Iterable[KernelSpec]) -> None:
+    """Every entry of every tuned table of ``specs``' kernels names a config on the kernel's
+    menu, valid for its problem: a name the menu no longer resolves (a knob renamed, a config
+    dropped) would silently hand the problem back to the heuristic."""
+    from harness.configs import TunedTable, config_space
+
+    checked = 0
+    for spec in specs:
+        kernel = spec.load()
+        space = getattr(kernel, "space", None)
+        if config_space(kernel) is None or space is None or space.module is None:
+            continue
+        folder = Path(sys.modules[space.module].__file__ or "").parent / "tuned"
+        for path in sorted(folder.glob("*.json")):
+            table = TunedTable.read(path)
+            for entry in table.kernels.get(spec.id, ()) if table else ():
+                config = space.by_name(entry.config)
+                where = f"{path.name}: {spec.id} {entry.problem.key}"
+                assert config is not None, f"{where}: {entry.config} is not on the menu"
+                assert kernel.supports(entry.problem, config) is None, f"{where}: invalid"
+                checked += 1
+    assert checked, "no tuned entry checked"

@@ -13,7 +13,7 @@ import dataclasses
 import re
 
 import pytest
-from compile_checks import assert_listing_imports_no_dsl
+from compile_checks import assert_listing_imports_no_dsl, assert_tuned_entries_on_the_menu
 from expectations import require_dsl, require_tool
 
 from backends.cutedsl import kernels
@@ -94,6 +94,10 @@ def _codegen(spec, artifacts: dict):
 
 def test_listing_does_not_import_the_dsl() -> None:
     assert_listing_imports_no_dsl("backends.cutedsl", ["cutlass"])
+
+
+def test_tuned_tables_name_menu_configs() -> None:
+    assert_tuned_entries_on_the_menu(SPECS)
 
 
 @pytest.mark.parametrize("spec", SPECS, ids=[s.id for s in SPECS])

@@ -9,11 +9,16 @@ fails. Spills are read with the ptxas Triton bundles, so they are always known.
 
 from __future__ import annotations
 
+import dataclasses
 import random
 import re
 
 import pytest
-from compile_checks import assert_identity_and_supports, assert_listing_imports_no_dsl
+from compile_checks import (
+    assert_identity_and_supports,
+    assert_listing_imports_no_dsl,
+    assert_tuned_entries_on_the_menu,
+)
 from expectations import require_dsl
 
 from backends.gluon import kernels
@@ -136,6 +141,10 @@ def test_identity(spec):
     assert_identity_and_supports(spec, "gluon")
 
 
+def test_tuned_tables_name_menu_configs():
+    assert_tuned_entries_on_the_menu(SPECS)
+
+
 # -- rung 8 (shape_adaptive): one compile per distinct code path, and its choice per shape ------
 R8_ID = "gluon/sm90/r8_shape_adaptive"
 
@@ -224,6 +233,20 @@ def _r8_cases():
             Problem(500, 16384, 4096, "bf16"),
             dict(tile_n=256, swap_ab=True, stream_k=True),
         ),
+        # A in registers: one ldmatrix load feeds both boxes' wgmmas (64 + 8 on one consumer,
+        # 128 + 16 on two, in a pair, and under stream-K)
+        "regs-64x72-c1-bf16": (
+            Problem(100, 6144, 5120, "bf16"),
+            dict(tile_m=64, tile_n=72, a_operand="regs", **swap),
+        ),
+        "regs-128x144-c2": (
+            Problem(274, 16384, 16384),
+            dict(tile_n=144, swap_ab=True, a_operand="regs"),
+        ),
+        "regs-sk-128x144-c1": (
+            Problem(155, 36864, 7168),
+            dict(tile_n=144, stream_k=True, a_operand="regs", **swap),
+        ),
     }
     return [pytest.param(p, o, id=name) for name, (p, o) in shapes.items()]
 
@@ -251,6 +274,13 @@ def test_r8_code_paths(problem, knobs):
     # one wgmma width per box of the tile: a two-box wide swap issues both, nothing else
     widths = {f"m64n{w}k16" for w in config.boxes if w}
     assert set(re.findall(r"wgmma\.mma_async\.sync\.aligned\.(m\d+n\d+k\d+)\.f32", ptx)) == widths
+    # A's operand: every wgmma reads a shared-memory descriptor, or (a_operand=regs) every one
+    # reads registers that one ldmatrix per 16 k-columns filled (x4: a 64x16 slice a warpgroup)
+    a_ops = re.findall(r"wgmma\.mma_async\.sync\.aligned\.\S+ \{[^}]*\}, (\S)", ptx)
+    regs = config.a_operand == "regs"
+    assert a_ops and set(a_ops) == ({"{"} if regs else {"%"}), config.name
+    loads = len(re.findall(r"ldmatrix\.sync\.aligned\.m8n8\.x4\.shared\.b16", ptx))
+    assert loads == (config.num_consumers * r8.BLOCK_K // 16 if regs else 0), (config.name, loads)
     stores = re.findall(r"cp\.async\.bulk\.tensor\.2d\.global\.shared::cta", ptx)  # TMA store
     assert stores
     if config.swap_ab and config.split_k == 1:  # one store per box per consumer
@@ -357,6 +387,7 @@ def test_r8_select_valid_for_every_problem():
         assert 1 <= plan.grid[0] <= max(units, 132 // config.cluster)
         if config.stream_k:
             assert plan.constexprs["PERSISTENT"] and plan.grid == (132 // config.cluster,)
+        assert config.a_operand == "smem", (problem.key, config.name)  # regs: a variant
         if config.wide_swap:  # a mid-size M, as the narrowest of the widths that fits it
             assert swap_fits(problem, config.tile_n, r8.SWAP_WIDE), (problem.key, config.name)
         elif config.swap_ab:
@@ -403,6 +434,29 @@ def test_r8_swapped_stream_k_validity():
     assert r8._valid(Problem(155, 36868, 7168), base)
 
 
+def test_r8_a_in_registers_validity():
+    """A in registers is a twin of exactly the two-box tiles whose consumers hold 64 rows
+    (one-box tiles read A once anyway; 256-row tiles' consumers hold 128); elsewhere it is
+    refused with a reason, and the tune ranking times the twins after every A in shared
+    memory (a variant, never the heuristic's pick)."""
+    r8 = _r8()
+    regs = {c for c in r8.MENU if c.a_operand == "regs"}
+    twins = {
+        dataclasses.replace(c, a_operand="regs")
+        for c in r8.MENU
+        if c.a_operand == "smem" and c.boxes[1] and c.consumer_rows == 64
+    }
+    assert regs == twins and len(regs) == 70
+    ok = Problem(274, 16384, 16384)
+    base = r8.R8Config(tile_n=144, swap_ab=True, a_operand="regs")
+    assert r8._valid(ok, base) is None
+    for override in ("tile_n=128", "tile_m=256", "swap_ab=0,tile_n=256", "a_operand=tmem"):
+        assert r8._valid(ok, base.with_overrides(override)), override
+    ranked = r8._ranked(ok)
+    first = min(i for i, c in enumerate(ranked) if c.a_operand == "regs")
+    assert all(c.a_operand == "regs" or r8._variant(ok, c) for c in ranked[first:])
+
+
 def test_r8_says_why_it_chose_each_config():
     """``selection_reason``: the model's tiles, waves, time and runner-up; where the 64-row
     twin rule replaced the model's first (a 128x72 swap in four columns), it says so."""
@@ -428,10 +482,12 @@ def test_r8_menu_fits_shared_memory():
             assert config.stages(out_bytes) * stage + epilogue <= r8.SMEM_BUDGET, config.name
     # curated: 48 configs, plus the wide swaps (each width on three tile families, two rasters)
     # and the 256-row ones up to SWAP_WIDE_256 (cluster 1 and 2, two rasters), and the
-    # 128-row ones' stream-K twins (cluster 1 and 2, two rasters)
+    # 128-row ones' stream-K twins (cluster 1 and 2, two rasters); then A in registers for
+    # the two-box ones of 64-row consumers (``test_r8_a_in_registers_validity``)
     wide256 = sum(w <= r8.SWAP_WIDE_256 for w in r8.SWAP_WIDE)
     most = 48 + len(r8.SWAP_WIDE) * 3 * 2 + wide256 * 2 * 2 + len(r8.SWAP_WIDE) * 2 * 2
-    assert len(r8.MENU) <= most, "a curated menu, not a product"
+    smem = [c for c in r8.MENU if c.a_operand == "smem"]
+    assert len(smem) <= most, "a curated menu, not a product"
     for config in r8.MENU:
         if config.tile_m == 256:  # W fp32 accumulators a consumer thread: no wider than 144
             assert config.wide_swap and config.tile_n <= r8.SWAP_WIDE_256, config.name

@@ -106,6 +106,21 @@ def test_select_consults_the_tuned_table_before_the_heuristic(kernel_module: str
     assert space.select("x/r7", P, "NVIDIA H200") == Knobs()
 
 
+def test_a_name_older_than_a_knob_means_that_knob_at_its_default(kernel_module: str) -> None:
+    """A tuned entry written before a knob existed (no ``fast=`` in its name) still names the
+    menu entry with that knob at its default, and only that one; a name with an unknown knob
+    or a changed value names nothing."""
+    space = ConfigSpace((*MENU, Knobs(4, "n", False)), lambda p: Knobs(), module=kernel_module)
+    assert space.by_name("group=4,raster=n") == Knobs(4, "n", True)
+    assert space.by_name("group=4,raster=n,fast=0") == Knobs(4, "n", False)
+    assert space.by_name("group=4") == Knobs(4, "m")  # every missing knob at its default
+    assert space.by_name("group=4,raster=n,colour=red") is None
+    assert space.by_name("group=5,raster=n") is None
+    assert space.by_name("not a name") is None
+    _table(kernel_module, "NVIDIA H200", {P.key: "group=4,raster=n"})
+    assert space.select("x/r7", P, "NVIDIA H200") == Knobs(4, "n", True)
+
+
 def test_reason_says_why_the_selection_chose_a_config(kernel_module: str) -> None:
     """``reason``: the tuned table's entry names the table, the heuristic's pick its
     ``explain`` line (or "heuristic" without one); any other config has no reason."""

@@ -44,7 +44,10 @@ Config knobs: ``R8Config`` is ``harness.tile_cost.GemmConfig``, the vocabulary e
 shares — ``tile_m`` (64 | 128 rows per CTA = 1 | 2 consumer warpgroups), ``tile_n``,
 ``cluster``, ``swap_ab``, ``split_k``, ``stream_k``, ``raster`` ("m": the tile order walks
 M within a group — a narrow swapped cover has one column, so the order is the same either
-way; "n" only for the wide swaps, see above), ``group``. The menu is curated (``MENU``
+way; "n" only for the wide swaps, see above), ``group``; and this kernel's own ``a_operand``
+("smem": each wgmma reads A from the ring; "regs": a consumer loads A once a k-step with
+``ldmatrix`` and feeds both boxes' wgmmas from registers, so a two-box tile reads A once, not
+twice — a variant the heuristic does not pick until timed). The menu is curated (``MENU``
 below); the heuristic is the shared cost model's cheapest allowed entry. Derived per
 problem, not knobs: the stage count (from the tile family) and persistence (from the
 problem's tile count).
@@ -178,6 +181,7 @@ class Smem:
     PERSISTENT: gl.constexpr
     TAIL_N: gl.constexpr
     ROWS_FIRST: gl.constexpr
+    A_REGS: gl.constexpr
 
     @gluon.constexpr_function
     def __init__(
@@ -210,6 +214,7 @@ class Smem:
         PERSISTENT,
         TAIL_N,
         ROWS_FIRST,
+        A_REGS,
     ):
         self.a_desc = a_desc
         self.b_desc = b_desc
@@ -239,6 +244,7 @@ class Smem:
         self.PERSISTENT = gl.constexpr(PERSISTENT)
         self.TAIL_N = gl.constexpr(TAIL_N)
         self.ROWS_FIRST = gl.constexpr(ROWS_FIRST)
+        self.A_REGS = gl.constexpr(A_REGS)
 
 
 # -- the schedule: work units -> (tile, K range, where the result goes) -----------------------
@@ -387,6 +393,12 @@ def _mma_tile(s: Smem, unit, C: gl.constexpr, full, release):
         for kk in range(k_lo, k_hi):
             mbarrier.wait(s.ab_full.index(full.index), full.phase)
             a = s.a_bufs.index(s.NUM_CONSUMERS * full.index + C)
+            if s.A_REGS:
+                # ldmatrix once; both boxes' wgmmas read these registers (the tail box's too:
+                # an A operand's layout does not depend on N). The loads finish before the
+                # wgmma that reads them, so releasing the stage after that wgmma (below)
+                # still orders them before the producer's next TMA write.
+                a = a.load(gl.DotOperandLayout(0, _acc_layout(s, HEAD_N), 2))
             b = s.b_bufs.index(full.index).permute((1, 0))
             acc = warpgroup_mma(a, b, acc, is_async=True)
             # Keep one k-step of wgmma in flight: once only the newest step's are
@@ -536,6 +548,7 @@ def r8_shape_adaptive_kernel(
     PERSISTENT: gl.constexpr,
     TAIL_N: gl.constexpr,
     ROWS_FIRST: gl.constexpr,
+    A_REGS: gl.constexpr,
     PRODUCER_WARPS: gl.constexpr,
     PRODUCER_REGS: gl.constexpr,
     CONSUMER_REGS: gl.constexpr,
@@ -615,6 +628,7 @@ def r8_shape_adaptive_kernel(
         PERSISTENT,
         TAIL_N,
         ROWS_FIRST,
+        A_REGS,
     )
     # -- roles --
     if NUM_CONSUMERS == 2:
@@ -733,8 +747,14 @@ def streamk_reduce_kernel(
 # -- configs ------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class R8Config(GemmConfig):
-    """Rung 8's knobs: ``harness.tile_cost.GemmConfig``, the vocabulary every rung 8 shares
-    (Gluon's tile order walks M within an L2 group: ``raster`` is always "m" here)."""
+    """Rung 8's knobs: ``harness.tile_cost.GemmConfig``, the vocabulary every rung 8 shares,
+    plus one of this kernel's own, ``a_operand`` (module docstring)."""
+
+    #: Where a consumer's wgmmas read A: "smem" (a descriptor of the ring's buffer: a two-box
+    #: tile's two wgmmas each read it) or "regs" (loaded once a k-step with ``ldmatrix`` and
+    #: fed to both wgmmas: half the shared-memory reads of A; two-box tiles of 64-row
+    #: consumers only).
+    a_operand: str = "smem"
 
     @property
     def num_consumers(self) -> int:
@@ -813,6 +833,13 @@ def _menu() -> tuple[R8Config, ...]:
                 R8Config(128, tn, cluster, swap_ab=True, stream_k=True, raster=r)
                 for r in ("m", "n")
             ]
+    # A in registers: a twin of every two-box tile whose consumers hold 64 rows (a variant
+    # until timed against the shared-memory A it would replace; README, "Thirteenth version").
+    menu += [
+        dataclasses.replace(c, a_operand="regs")
+        for c in menu
+        if c.boxes[1] and c.consumer_rows == SUB_M
+    ]
     return tuple(menu)
 
 
@@ -850,6 +877,10 @@ def _valid(problem: Problem, config: R8Config) -> str | None:
         return "stream-K: unsplit, and D's rows 16-byte aligned (N % 8 == 0)"
     if config.stream_k and config.swap_ab and (config.tile_m, config.wide_swap) != (128, True):
         return "stream-K swapped: wide tiles of 128 rows only"
+    if config.a_operand not in ("smem", "regs"):
+        return f"a_operand = {config.a_operand!r}: 'smem' or 'regs'"
+    if config.a_operand == "regs" and not (tail and config.consumer_rows == SUB_M):
+        return "A in registers: two-box tiles of 64-row consumers only (one box reads A once)"
     rows, cols = workspace_shape(problem, config)
     if config.split_k > 1 and rows * cols * 4 > MAX_WORKSPACE_BYTES:
         return f"needs a {rows * cols * 4 >> 20} MiB split-K workspace (split-K is for small M x N)"
@@ -913,9 +944,13 @@ COST = HOPPER.with_params(
 
 
 def _variant(problem: Problem, config: R8Config) -> bool:
-    """Knobs the cost model cannot see, set otherwise than the heuristic would: group 16, or
-    a wide swap's raster other than ``heuristic_raster``'s."""
-    return config.group != 8 or config.raster != heuristic_raster(problem, config)
+    """Knobs the cost model cannot see, set otherwise than the heuristic would: group 16, a
+    wide swap's raster other than ``heuristic_raster``'s, or A in registers."""
+    return (
+        config.group != 8
+        or config.raster != heuristic_raster(problem, config)
+        or config.a_operand != "smem"
+    )
 
 
 def _ranked(problem: Problem) -> list[R8Config]:
@@ -940,8 +975,11 @@ def _heuristic(problem: Problem) -> R8Config:
 
 
 def _allowed(problem: Problem, c: R8Config) -> bool:
-    """The heuristic's rules (``_heuristic``): what it may pick before the model ranks."""
-    return c.group == 8 and heuristic_allows(problem, c, BLOCK_K, SWAP_WIDE)
+    """The heuristic's rules (``_heuristic``): what it may pick before the model ranks (A
+    from shared memory: registers are a variant, not yet timed)."""
+    return (
+        c.group == 8 and c.a_operand == "smem" and heuristic_allows(problem, c, BLOCK_K, SWAP_WIDE)
+    )
 
 
 def _explain(problem: Problem, c: R8Config) -> str:
@@ -1015,6 +1053,7 @@ def plan(problem: Problem, num_sms: int, config: R8Config) -> Plan:
             PERSISTENT=persistent,
             TAIL_N=tail,
             ROWS_FIRST=rows_first(config),
+            A_REGS=config.a_operand == "regs",
             PRODUCER_WARPS=PRODUCER_WARPS,
             PRODUCER_REGS=PRODUCER_REGS,
             CONSUMER_REGS=CONSUMER_REGS,
