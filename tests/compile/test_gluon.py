@@ -281,6 +281,10 @@ def test_r8_code_paths(problem, knobs):
     assert a_ops and set(a_ops) == ({"{"} if regs else {"%"}), config.name
     loads = len(re.findall(r"ldmatrix\.sync\.aligned\.m8n8\.x4\.shared\.b16", ptx))
     assert loads == (config.num_consumers * r8.BLOCK_K // 16 if regs else 0), (config.name, loads)
+    # ... and then no wgmma stays in flight into the next k-step, whose ldmatrix rewrites
+    # the registers it reads (a two-box tile otherwise keeps one step's two groups in flight)
+    in_flight = set(re.findall(r"wgmma\.wait_group\.sync\.aligned\s+(\d+)", ptx)) - {"0"}
+    assert in_flight == (set() if regs else {"2" if config.boxes[1] else "1"}), config.name
     stores = re.findall(r"cp\.async\.bulk\.tensor\.2d\.global\.shared::cta", ptx)  # TMA store
     assert stores
     if config.swap_ab and config.split_k == 1:  # one store per box per consumer

@@ -407,8 +407,11 @@ def _mma_tile(s: Smem, unit, C: gl.constexpr, full, release):
             if s.TAIL_N > 0:
                 b2 = s.b2_bufs.index(full.index).permute((1, 0))
                 acc2 = warpgroup_mma(a, b2, acc2, is_async=True)
+                # A wgmma reads its register operands until it completes, and the next
+                # k-step's ldmatrix writes the same registers: with A in registers, retire
+                # this step's wgmmas first (a second consumer's keep the tensor cores busy).
                 acc, acc2, a, b, b2 = warpgroup_mma_wait(
-                    num_outstanding=2, deps=(acc, acc2, a, b, b2)
+                    num_outstanding=0 if s.A_REGS else 2, deps=(acc, acc2, a, b, b2)
                 )
             else:
                 acc, a, b = warpgroup_mma_wait(num_outstanding=1, deps=(acc, a, b))
