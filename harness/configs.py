@@ -293,12 +293,9 @@ class ConfigSpace(Generic[C]):
             raise ValueError(f"config names repeat: {names}")
 
     def by_name(self, name: str) -> C | None:
-        """The menu entry ``name`` names: the one of that exact name, else the one a name
-        written before some of its knobs existed means, those knobs at their defaults (a
-        tuned table's entries outlive a knob added later)."""
-        exact = next((c for c in self.menu if c.name == name), None)
-        if exact is not None:
-            return exact
+        """The menu entry ``name`` names: every knob it gives at that value, and any knob it
+        lacks at its default (a name written before the knob existed: a tuned table's entries
+        outlive a knob added later)."""
         try:
             pairs = parse_pairs(name)
         except ValueError:

@@ -55,15 +55,15 @@ def assert_tuned_entries_on_the_menu(specs: Iterable[KernelSpec]) -> None:
     """Every entry of every tuned table of ``specs``' kernels names a config on the kernel's
     menu, valid for its problem: a name the menu no longer resolves (a knob renamed, a config
     dropped) would silently hand the problem back to the heuristic."""
-    from harness.configs import TunedTable, config_space
+    from harness.configs import TunedTable, tuned_table_path
 
     checked = 0
     for spec in specs:
         kernel = spec.load()
-        space = getattr(kernel, "space", None)
-        if config_space(kernel) is None or space is None or space.module is None:
+        space = getattr(kernel, "space", None)  # a kernel's ConfigSpace, if it declares one
+        if space is None or space.module is None:
             continue
-        folder = Path(sys.modules[space.module].__file__ or "").parent / "tuned"
+        folder = tuned_table_path(space.module, "any").parent
         for path in sorted(folder.glob("*.json")):
             table = TunedTable.read(path)
             for entry in table.kernels.get(spec.id, ()) if table else ():
