@@ -247,6 +247,28 @@ def _r8_cases():
             Problem(155, 36864, 7168),
             dict(tile_n=144, stream_k=True, a_operand="regs", **swap),
         ),
+        # three boxes (A in registers only): 128 + 32 + 16 on one CTA and 128 + 64 + 16 in a
+        # pair, 64 + 32 + 8 on one consumer, 128 + 32 + 8 under stream-K, raster n at 224
+        "regs3-128x176-c1": (
+            Problem(170, 8192, 4096),
+            dict(tile_n=176, a_operand="regs", **swap),
+        ),
+        "regs3-128x208-c2": (
+            Problem(400, 16384, 8192),
+            dict(tile_n=208, swap_ab=True, a_operand="regs"),
+        ),
+        "regs3-64x104-c1-bf16": (
+            Problem(100, 6144, 5120, "bf16"),
+            dict(tile_m=64, tile_n=104, a_operand="regs", **swap),
+        ),
+        "regs3-sk-128x168-c1": (
+            Problem(1332, 8192, 8192),
+            dict(tile_n=168, stream_k=True, a_operand="regs", **swap),
+        ),
+        "regs3-128x224-c1-rn": (
+            Problem(900, 8192, 4096),
+            dict(tile_n=224, raster="n", a_operand="regs", **swap),
+        ),
     }
     return [pytest.param(p, o, id=name) for name, (p, o) in shapes.items()]
 
@@ -427,7 +449,8 @@ def test_r8_swapped_stream_k_validity():
     column pitch (N) is not 16-byte aligned are refused with a reason."""
     r8 = _r8()
     ok = Problem(155, 36864, 7168)
-    swapped = [c for c in r8.MENU if c.stream_k and c.swap_ab]
+    # (three-box widths: test_r8_a_in_registers_validity)
+    swapped = [c for c in r8.MENU if c.stream_k and c.swap_ab and not c.boxes[2]]
     assert {(c.tile_m, c.tile_n, c.cluster, c.raster) for c in swapped} == {
         (128, w, c, r) for w in r8.SWAP_WIDE for c in (1, 2) for r in "mn"
     }
@@ -444,13 +467,24 @@ def test_r8_a_in_registers_validity():
     refused with a reason, and the tune ranking times the twins after every A in shared
     memory (a variant, never the heuristic's pick)."""
     r8 = _r8()
-    regs = {c for c in r8.MENU if c.a_operand == "regs"}
+    regs = {c for c in r8.MENU if c.a_operand == "regs" and not c.boxes[2]}
     twins = {
         dataclasses.replace(c, a_operand="regs")
         for c in r8.MENU
         if c.a_operand == "smem" and c.boxes[1] and c.consumer_rows == 64
     }
     assert regs == twins and len(regs) == 70
+    # three boxes: registers only, each SWAP_WIDE3 width on the wide swaps' families
+    # (two rasters x 128 rows in a pair and alone, 64 rows, and 128-row stream-K alone and
+    # in a pair)
+    three = [c for c in r8.MENU if c.boxes[2]]
+    assert {c.tile_n for c in three} == set(r8.SWAP_WIDE3)
+    assert len(three) == 2 * (3 + 2) * len(r8.SWAP_WIDE3)
+    assert all(c.a_operand == "regs" and c.swap_ab and c.consumer_rows == 64 for c in three)
+    fits = Problem(170, 8192, 4096)
+    assert r8._valid(fits, three[0]) is None
+    assert r8._valid(fits, three[0].with_overrides("a_operand=smem"))  # A read three times
+    assert r8._valid(fits, three[0].with_overrides("tile_n=216"))  # 128 + 64 + 24: no
     ok = Problem(274, 16384, 16384)
     base = r8.R8Config(tile_n=144, swap_ab=True, a_operand="regs")
     assert r8._valid(ok, base) is None
@@ -496,9 +530,10 @@ def test_r8_menu_fits_shared_memory():
         if config.tile_m == 256:  # W fp32 accumulators a consumer thread: no wider than 144
             assert config.wide_swap and config.tile_n <= r8.SWAP_WIDE_256, config.name
             assert config.stages(2) >= 3, config.name
-        head, tail = config.boxes
-        assert head & (head - 1) == 0 and tail & (tail - 1) == 0 and (tail == 0 or tail >= 8)
-        assert tail == 0 or config.wide_swap, config.name  # two boxes: wide swaps only
+        head, tail, tail2 = config.boxes
+        assert all(w & (w - 1) == 0 and (w == 0 or w >= 8) for w in (head, tail, tail2))
+        assert tail == 0 or config.wide_swap, config.name  # two or three boxes: wide swaps only
+        assert tail2 == 0 or config.a_operand == "regs", config.name  # three: A read once
 
 
 def test_r8_select_on_the_sweep():

@@ -327,14 +327,15 @@ def test_swapped_stream_k_is_correct(spec: KernelSpec, shard: str | None) -> Non
 
 
 #: A in registers (Gluon's ``a_operand=regs``): a two-box width of each head box (64 + 8 and
-#: 128 + 16), on 64- and 128-row tiles, unsplit and stream-K.
-REGS_WIDTHS = ("72", "144")
+#: 128 + 16) and a three-box one (128 + 32 + 16), on 64- and 128-row tiles, unsplit and
+#: stream-K.
+REGS_WIDTHS = ("72", "144", "176")
 
 
 @pytest.mark.parametrize("spec", SPECS, ids=[s.id for s in SPECS])
 def test_a_in_registers_is_correct(spec: KernelSpec, shard: str | None) -> None:
-    """The two-box tiles that load A into registers once a k-step and feed both boxes'
-    wgmmas from them, raster m, both clusters, with and without stream-K, on the ragged
+    """The two- and three-box tiles that load A into registers once a k-step and feed every
+    box's wgmma from them, raster m, both clusters, with and without stream-K, on the ragged
     suite, mid-M shapes and swapped tails. A backend without the knob has nothing to check."""
     names = [
         n

@@ -20,8 +20,10 @@ Changes from rung 7 (``multi_consumer``):
     tiles on the wgmma N side. Triton's blocks and TMA boxes are powers of two, so a width
     that is not one is two boxes (``R8Config.boxes``: 144 = 128 + 16) — two B rings filled
     under one ``ab_full``, two wgmmas and accumulators per k-step (one step in flight is two
-    commit groups), two D boxes stored; ``TAIL_N`` > 0 compiles that in. Their ``raster`` m
-    walks the column tiles of one block of rows first (``ROWS_FIRST`` off), raster n the rows;
+    commit groups), two D boxes stored; ``TAIL_N`` > 0 compiles that in. Three boxes
+    (``SWAP_WIDE3``: 176 = 128 + 32 + 16; ``TAIL2_N`` > 0) read A from registers only. Their
+    ``raster`` m walks the column tiles of one block of rows first (``ROWS_FIRST`` off),
+    raster n the rows;
   * ``split_k`` (few tiles, long K): work units run over (split, tile); split s reduces the
     k-tiles ``[s*kt//S, (s+1)*kt//S)`` and TMA-stores fp32 partials into its own slice of a
     workspace allocated at compile time; ``splitk_reduce_kernel`` then sums the S slices in
@@ -156,13 +158,17 @@ class Smem:
     a_desc: tma.tensor_descriptor
     b_desc: tma.tensor_descriptor
     b2_desc: tma.tensor_descriptor
+    b3_desc: tma.tensor_descriptor
     c_desc: tma.tensor_descriptor
     c2_desc: tma.tensor_descriptor
+    c3_desc: tma.tensor_descriptor
     a_bufs: gl.shared_memory_descriptor
     b_bufs: gl.shared_memory_descriptor
     b2_bufs: gl.shared_memory_descriptor
+    b3_bufs: gl.shared_memory_descriptor
     c_smem: gl.shared_memory_descriptor
     c2_smem: gl.shared_memory_descriptor
+    c3_smem: gl.shared_memory_descriptor
     w_ptr: gl.tensor
     ab_full: gl.shared_memory_descriptor
     ab_empty: gl.shared_memory_descriptor
@@ -180,6 +186,7 @@ class Smem:
     SWAP_AB: gl.constexpr
     PERSISTENT: gl.constexpr
     TAIL_N: gl.constexpr
+    TAIL2_N: gl.constexpr
     ROWS_FIRST: gl.constexpr
     A_REGS: gl.constexpr
 
@@ -189,13 +196,17 @@ class Smem:
         a_desc,
         b_desc,
         b2_desc,
+        b3_desc,
         c_desc,
         c2_desc,
+        c3_desc,
         a_bufs,
         b_bufs,
         b2_bufs,
+        b3_bufs,
         c_smem,
         c2_smem,
+        c3_smem,
         w_ptr,
         ab_full,
         ab_empty,
@@ -213,19 +224,24 @@ class Smem:
         SWAP_AB,
         PERSISTENT,
         TAIL_N,
+        TAIL2_N,
         ROWS_FIRST,
         A_REGS,
     ):
         self.a_desc = a_desc
         self.b_desc = b_desc
         self.b2_desc = b2_desc
+        self.b3_desc = b3_desc
         self.c_desc = c_desc
         self.c2_desc = c2_desc
+        self.c3_desc = c3_desc
         self.a_bufs = a_bufs
         self.b_bufs = b_bufs
         self.b2_bufs = b2_bufs
+        self.b3_bufs = b3_bufs
         self.c_smem = c_smem
         self.c2_smem = c2_smem
+        self.c3_smem = c3_smem
         self.w_ptr = w_ptr
         self.ab_full = ab_full
         self.ab_empty = ab_empty
@@ -243,6 +259,7 @@ class Smem:
         self.SWAP_AB = gl.constexpr(SWAP_AB)
         self.PERSISTENT = gl.constexpr(PERSISTENT)
         self.TAIL_N = gl.constexpr(TAIL_N)
+        self.TAIL2_N = gl.constexpr(TAIL2_N)
         self.ROWS_FIRST = gl.constexpr(ROWS_FIRST)
         self.A_REGS = gl.constexpr(A_REGS)
 
@@ -253,7 +270,7 @@ def _num_units(s: Smem):
     """Work units the persistent programs stride over: tiles x K splits, or with stream-K the
     data-parallel tiles plus two tail segments per program (``harness.tile_cost.StreamK``)."""
     TILE_M: gl.constexpr = s.a_desc.block_shape[0] * s.NUM_CONSUMERS  # the cluster tile
-    TILE_N: gl.constexpr = s.b_desc.block_shape[0] + s.TAIL_N
+    TILE_N: gl.constexpr = s.b_desc.block_shape[0] + s.TAIL_N + s.TAIL2_N
     tiles = gl.cdiv(s.M, TILE_M) * gl.cdiv(s.N, TILE_N)
     if s.STREAM_K:
         programs = gl.num_programs(0)
@@ -271,7 +288,7 @@ def _unit(s: Smem, unit):
     segment whose fp32 partial goes to workspace slot ``slot`` (-1: the whole tile, to D). An
     empty segment has first == end: both roles then skip the unit."""
     TILE_M: gl.constexpr = s.a_desc.block_shape[0] * s.NUM_CONSUMERS
-    TILE_N: gl.constexpr = s.b_desc.block_shape[0] + s.TAIL_N
+    TILE_N: gl.constexpr = s.b_desc.block_shape[0] + s.TAIL_N + s.TAIL2_N
     TILE_K: gl.constexpr = s.a_desc.block_shape[1]
     num_tiles_m = gl.cdiv(s.M, TILE_M)
     num_tiles_n = gl.cdiv(s.N, TILE_N)
@@ -322,8 +339,12 @@ def _unit(s: Smem, unit):
 def _load_tile(s: Smem, unit, empty):
     BOX_M: gl.constexpr = s.a_desc.block_shape[0]  # one consumer's cluster rows
     TILE_K: gl.constexpr = s.a_desc.block_shape[1]
-    # B's bytes: both boxes when the tile is two boxes wide (a one-box tile's b2 is b again)
-    B_BYTES: gl.constexpr = s.b_desc.nbytes_per_cta + s.b2_desc.nbytes_per_cta * (s.TAIL_N > 0)
+    # B's bytes: every box of the tile (a tile of fewer boxes passes b again as b2 and b3)
+    B_BYTES: gl.constexpr = (
+        s.b_desc.nbytes_per_cta
+        + s.b2_desc.nbytes_per_cta * (s.TAIL_N > 0)
+        + s.b3_desc.nbytes_per_cta * (s.TAIL2_N > 0)
+    )
     off_m, off_n, k_lo, k_hi, _, _ = _unit(s, unit)
     for kk in range(k_lo, k_hi):  # an empty stream-K segment loads nothing
         mbarrier.wait(s.ab_empty.index(empty.index), empty.phase)
@@ -352,6 +373,14 @@ def _load_tile(s: Smem, unit, empty):
                 [off_n + s.b_desc.block_shape[0], kk * TILE_K],
                 full,
                 s.b2_bufs.index(empty.index),
+                multicast=s.CLUSTER == 2,
+            )
+        if s.TAIL2_N > 0:
+            tma.async_load(
+                s.b3_desc,
+                [off_n + s.b_desc.block_shape[0] + s.TAIL_N, kk * TILE_K],
+                full,
+                s.b3_bufs.index(empty.index),
                 multicast=s.CLUSTER == 2,
             )
         empty = empty.next()
@@ -390,6 +419,8 @@ def _mma_tile(s: Smem, unit, C: gl.constexpr, full, release):
         acc = gl.zeros([BOX_M, HEAD_N], gl.float32, _acc_layout(s, HEAD_N))
         if s.TAIL_N > 0:  # a tile two boxes wide: a second wgmma per k-step, on the tail box
             acc2 = gl.zeros([BOX_M, s.TAIL_N], gl.float32, _acc_layout(s, s.TAIL_N))
+        if s.TAIL2_N > 0:  # three boxes: a third
+            acc3 = gl.zeros([BOX_M, s.TAIL2_N], gl.float32, _acc_layout(s, s.TAIL2_N))
         for kk in range(k_lo, k_hi):
             mbarrier.wait(s.ab_full.index(full.index), full.phase)
             a = s.a_bufs.index(s.NUM_CONSUMERS * full.index + C)
@@ -404,7 +435,16 @@ def _mma_tile(s: Smem, unit, C: gl.constexpr, full, release):
             # Keep one k-step of wgmma in flight: once only the newest step's are
             # outstanding, the previous stage's operands are no longer read and can be
             # handed back.
-            if s.TAIL_N > 0:
+            if s.TAIL2_N > 0:
+                gl.static_assert(s.A_REGS, "three boxes read A from registers (_valid)")
+                b2 = s.b2_bufs.index(full.index).permute((1, 0))
+                b3 = s.b3_bufs.index(full.index).permute((1, 0))
+                acc2 = warpgroup_mma(a, b2, acc2, is_async=True)
+                acc3 = warpgroup_mma(a, b3, acc3, is_async=True)
+                acc, acc2, acc3, a, b, b2, b3 = warpgroup_mma_wait(
+                    num_outstanding=0, deps=(acc, acc2, acc3, a, b, b2, b3)
+                )
+            elif s.TAIL_N > 0:
                 b2 = s.b2_bufs.index(full.index).permute((1, 0))
                 acc2 = warpgroup_mma(a, b2, acc2, is_async=True)
                 # A wgmma reads its register operands until it completes, and the next
@@ -421,7 +461,9 @@ def _mma_tile(s: Smem, unit, C: gl.constexpr, full, release):
                     mbarrier.arrive(s.b_empty.index(release.index))  # remote arrive on the lead
                 release = release.next()
             full = full.next()
-        if s.TAIL_N > 0:
+        if s.TAIL2_N > 0:
+            acc, acc2, acc3 = warpgroup_mma_wait(num_outstanding=0, deps=(acc, acc2, acc3))
+        elif s.TAIL_N > 0:
             acc, acc2 = warpgroup_mma_wait(num_outstanding=0, deps=(acc, acc2))
         else:
             acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc,))
@@ -433,10 +475,14 @@ def _mma_tile(s: Smem, unit, C: gl.constexpr, full, release):
             _store_partial(s, acc, slot, C, 0)
             if s.TAIL_N > 0:
                 _store_partial(s, acc2, slot, C, HEAD_N)
+            if s.TAIL2_N > 0:
+                _store_partial(s, acc3, slot, C, HEAD_N + s.TAIL_N)
         else:
             _store_tile(s, acc, off_m, off_n, split, C)
             if s.TAIL_N > 0:
-                _store_tail(s, acc2, off_m, off_n, C)
+                _store_tail(s, acc2, s.c2_desc, s.c2_smem, off_m, off_n + HEAD_N, C)
+            if s.TAIL2_N > 0:
+                _store_tail(s, acc3, s.c3_desc, s.c3_smem, off_m, off_n + HEAD_N + s.TAIL_N, C)
     return full, release
 
 
@@ -447,7 +493,7 @@ def _store_partial(s: Smem, acc, slot, C: gl.constexpr, COL0: gl.constexpr):
     two-box wide swap stores its tail box's columns from ``COL0`` on. Only the tail's few
     segments take this path, so the D epilogue's shared buffers stay fp16-sized."""
     BOX_M: gl.constexpr = s.a_desc.block_shape[0]
-    TILE_N: gl.constexpr = s.b_desc.block_shape[0] + s.TAIL_N  # a slot row: the whole tile
+    TILE_N: gl.constexpr = s.b_desc.block_shape[0] + s.TAIL_N + s.TAIL2_N  # a slot row: the tile
     WIDTH: gl.constexpr = acc.shape[1]
     TILE_M: gl.constexpr = BOX_M * s.NUM_CONSUMERS
     layout: gl.constexpr = acc.type.layout
@@ -497,15 +543,14 @@ def _store_tile(s: Smem, acc, off_m, off_n, split, C: gl.constexpr):
 
 
 @gluon.jit
-def _store_tail(s: Smem, acc2, off_m, off_n, C: gl.constexpr):
-    """A two-box swapped tile's second box of D rows, after its first (``_store_tile``, whose
-    ``store_wait`` covered this buffer too: the previous tile's tail store is done)."""
+def _store_tail(s: Smem, acc, desc, bufs, off_m, row0, C: gl.constexpr):
+    """A wide swap's next box of D rows (from ``row0``), after its first (``_store_tile``, whose
+    ``store_wait`` covered these buffers too: the previous tile's stores of them are done)."""
     BOX_M: gl.constexpr = s.a_desc.block_shape[0]
-    HEAD_N: gl.constexpr = s.b_desc.block_shape[0]
-    c2_smem = s.c2_smem.index(C)
-    c2_smem.store(gl.permute(acc2.to(s.c2_desc.dtype), (1, 0)))
+    smem = bufs.index(C)
+    smem.store(gl.permute(acc.to(desc.dtype), (1, 0)))
     fence_async_shared()
-    tma.async_store(s.c2_desc, [off_n + HEAD_N, off_m + C * BOX_M], c2_smem)
+    tma.async_store(desc, [row0, off_m + C * BOX_M], smem)
 
 
 @gluon.jit
@@ -534,8 +579,10 @@ def r8_shape_adaptive_kernel(
     a_desc,
     b_desc,
     b2_desc,
+    b3_desc,
     c_desc,
     c2_desc,
+    c3_desc,
     w_ptr,
     M,
     N,
@@ -550,6 +597,7 @@ def r8_shape_adaptive_kernel(
     SWAP_AB: gl.constexpr,
     PERSISTENT: gl.constexpr,
     TAIL_N: gl.constexpr,
+    TAIL2_N: gl.constexpr,
     ROWS_FIRST: gl.constexpr,
     A_REGS: gl.constexpr,
     PRODUCER_WARPS: gl.constexpr,
@@ -589,6 +637,20 @@ def r8_shape_adaptive_kernel(
     else:
         b2_bufs = b_bufs
         c2_smem = c_smem
+    if TAIL2_N > 0:  # a third box (A in registers only)
+        b3_bufs = gl.allocate_shared_memory(
+            dtype,
+            [NUM_STAGES] + b3_desc.block_shape,  # noqa: RUF005
+            b3_desc.layout,
+        )
+        c3_smem = gl.allocate_shared_memory(
+            c3_desc.dtype,
+            [NUM_CONSUMERS] + c3_desc.block_shape,  # noqa: RUF005
+            c3_desc.layout,
+        )
+    else:
+        b3_bufs = b_bufs
+        c3_smem = c_smem
     # -- barriers --
     ab_full = mbarrier.allocate_mbarrier(batch=NUM_STAGES)
     ab_empty = mbarrier.allocate_mbarrier(batch=NUM_STAGES)
@@ -606,13 +668,17 @@ def r8_shape_adaptive_kernel(
         a_desc,
         b_desc,
         b2_desc,
+        b3_desc,
         c_desc,
         c2_desc,
+        c3_desc,
         a_bufs,
         b_bufs,
         b2_bufs,
+        b3_bufs,
         c_smem,
         c2_smem,
+        c3_smem,
         w_ptr,
         ab_full,
         ab_empty,
@@ -630,6 +696,7 @@ def r8_shape_adaptive_kernel(
         SWAP_AB,
         PERSISTENT,
         TAIL_N,
+        TAIL2_N,
         ROWS_FIRST,
         A_REGS,
     )
@@ -771,12 +838,15 @@ class R8Config(GemmConfig):
         return self.tile_m // self.num_consumers
 
     @property
-    def boxes(self) -> tuple[int, int]:
-        """(head, tail): the columns of the tile's two B (and D) boxes. TMA boxes and Triton's
-        blocks are powers of two, so a wide swap of another width is two boxes, each with its
-        own wgmma and accumulator (144 = 128 + 16); tail 0: one box."""
+    def boxes(self) -> tuple[int, int, int]:
+        """(head, tail, tail2): the columns of the tile's B (and D) boxes, the widest power of
+        two first. TMA boxes and Triton's blocks are powers of two, so a wide swap of another
+        width is two boxes or three, each with its own wgmma and accumulator (144 = 128 + 16,
+        176 = 128 + 32 + 16); 0: no such box (a tail2 that is no power of two: not a tile)."""
         head = 1 << (self.tile_n.bit_length() - 1)
-        return head, self.tile_n - head
+        rest = self.tile_n - head
+        tail = 1 << (rest.bit_length() - 1) if rest else 0
+        return head, tail, rest - tail
 
     @property
     def epi_n(self) -> int:
@@ -843,6 +913,20 @@ def _menu() -> tuple[R8Config, ...]:
         for c in menu
         if c.boxes[1] and c.consumer_rows == SUB_M
     ]
+    # Three boxes (A in registers only: read once, not three times), the widths CuTeDSL's
+    # wide swaps take that two boxes cannot make; variants until timed (README, "Fourteenth
+    # version").
+    for tn in SWAP_WIDE3:
+        for tm, cluster in ((128, 2), (128, 1), (64, 1)):
+            menu += [
+                R8Config(tm, tn, cluster, swap_ab=True, raster=r, a_operand="regs")
+                for r in ("m", "n")
+            ]
+        for cluster in (2, 1):
+            menu += [
+                R8Config(128, tn, cluster, swap_ab=True, stream_k=True, raster=r, a_operand="regs")
+                for r in ("m", "n")
+            ]
     return tuple(menu)
 
 
@@ -851,6 +935,8 @@ def _menu() -> tuple[R8Config, ...]:
 #: share of its column tiles to the next of them: 338 rows as 2 x 192, where CuTeDSL, with
 #: every multiple of 8, runs 2 x 176).
 SWAP_WIDE = (72, 80, 96, 128, 136, 144, 160, 192, 256)
+#: Widths of three power-of-two boxes (64 + 16 + 8 .. 128 + 64 + 32).
+SWAP_WIDE3 = (88, 104, 112, 152, 168, 176, 200, 208, 224)
 
 
 #: (tile_m, tile_n, cluster) of the stream-K configs.
@@ -873,9 +959,11 @@ def _valid(problem: Problem, config: R8Config) -> str | None:
         return f"256 rows a CTA: only a wide swap up to {SWAP_WIDE_256} columns (accumulators)"
     if config.raster != "m" and not config.wide_swap:
         return "raster n walks a wide swap's rows first; other tiles walk M (raster m only)"
-    tail = config.boxes[1]
-    if tail & (tail - 1) or 0 < tail < 8 or (tail and not config.swap_ab):
-        return f"tile_n = {config.tile_n}: two boxes only for a swapped tile, 8..128 + 8 wide"
+    _, tail, tail2 = config.boxes
+    if tail2 & (tail2 - 1) or 0 < tail2 < 8 or 0 < tail < 8 or (tail and not config.swap_ab):
+        return f"tile_n = {config.tile_n}: 2-3 power-of-two boxes of 8 or more, swapped tiles only"
+    if tail2 and config.a_operand != "regs":
+        return f"tile_n = {config.tile_n}: three boxes read A once only from registers"
     if config.stream_k and (config.split_k > 1 or problem.n % 8):
         return "stream-K: unsplit, and D's rows 16-byte aligned (N % 8 == 0)"
     if config.stream_k and config.swap_ab and (config.tile_m, config.wide_swap) != (128, True):
@@ -1016,14 +1104,14 @@ def plan(problem: Problem, num_sms: int, config: R8Config) -> Plan:
     out_dtype = "fp32" if split else problem.dtype
     cta = ((1, 0),) if config.cluster == 2 else ()
     a_op, b_op = ("b", "a") if config.swap_ab else ("a", "b")
-    head, tail = config.boxes
+    head, tail, tail2 = config.boxes
     b_cta = ((0, 0),) if config.cluster == 2 else ()  # multicast: each CTA holds the whole box
     c_cta = cta
     if config.swap_ab:  # D's box is the transposed tile: [tile_n rows of D, box_m columns]
-        c_box, c2_box = (head, box_m), (tail, box_m)
+        c_box, c2_box, c3_box = (head, box_m), (tail, box_m), (tail2, box_m)
         c_cta = ((0, 1),) if config.cluster == 2 else ()  # the CTAs split D's columns
     else:
-        c_box = c2_box = (box_m, config.epi_n)
+        c_box = c2_box = c3_box = (box_m, config.epi_n)
     tiles = cdiv(rows, box_m * config.num_consumers) * cdiv(cols, config.tile_n) * config.split_k
     programs = num_sms // config.cluster
     # Stream-K always runs one program per SM (cluster): its tail is spread over all of them.
@@ -1036,8 +1124,10 @@ def plan(problem: Problem, num_sms: int, config: R8Config) -> Plan:
             Desc(a_op, (box_m, BLOCK_K), cta),
             b,
             Desc(b_op, (tail, BLOCK_K), b_cta) if tail else b,  # a one-box tile: unused
+            Desc(b_op, (tail2, BLOCK_K), b_cta) if tail2 else b,
             c,
             Desc(c_op, c2_box, c_cta, dtype=c_dtype) if tail else c,
+            Desc(c_op, c3_box, c_cta, dtype=c_dtype) if tail2 else c,
             # stream-K's partials; any other config ignores it (D stands in)
             Ptr("w", dtype="fp32") if config.stream_k else Ptr("c"),
             rows,
@@ -1055,6 +1145,7 @@ def plan(problem: Problem, num_sms: int, config: R8Config) -> Plan:
             SWAP_AB=config.swap_ab,
             PERSISTENT=persistent,
             TAIL_N=tail,
+            TAIL2_N=tail2,
             ROWS_FIRST=rows_first(config),
             A_REGS=config.a_operand == "regs",
             PRODUCER_WARPS=PRODUCER_WARPS,
