@@ -575,6 +575,27 @@ def _consumer(s: Smem, C: gl.constexpr):
 
 
 @gluon.jit
+def _box_buffers(b_desc, c_desc, b_bufs, c_smem, WIDTH: gl.constexpr, NUM_STAGES: gl.constexpr):
+    """A further box's B ring and its D buffer (one per consumer: ``c_smem``'s count), or,
+    for a box of width 0 (none), the first box's, unused."""
+    if WIDTH > 0:
+        ring = gl.allocate_shared_memory(
+            b_desc.dtype,
+            [NUM_STAGES] + b_desc.block_shape,  # noqa: RUF005
+            b_desc.layout,
+        )
+        out = gl.allocate_shared_memory(
+            c_desc.dtype,
+            [c_smem.shape[0]] + c_desc.block_shape,  # noqa: RUF005
+            c_desc.layout,
+        )
+    else:
+        ring = b_bufs
+        out = c_smem
+    return ring, out
+
+
+@gluon.jit
 def r8_shape_adaptive_kernel(
     a_desc,
     b_desc,
@@ -621,36 +642,11 @@ def r8_shape_adaptive_kernel(
         [NUM_CONSUMERS * EPI_BUFS] + c_desc.block_shape,  # noqa: RUF005
         c_desc.layout,
     )
-    # A tile two boxes wide (a wide swap: TAIL_N > 0) has a second B ring and D buffer; any
-    # other tile passes its first box's descriptors again, unused.
-    if TAIL_N > 0:
-        b2_bufs = gl.allocate_shared_memory(
-            dtype,
-            [NUM_STAGES] + b2_desc.block_shape,  # noqa: RUF005
-            b2_desc.layout,
-        )
-        c2_smem = gl.allocate_shared_memory(
-            c2_desc.dtype,
-            [NUM_CONSUMERS] + c2_desc.block_shape,  # noqa: RUF005
-            c2_desc.layout,
-        )
-    else:
-        b2_bufs = b_bufs
-        c2_smem = c_smem
-    if TAIL2_N > 0:  # a third box (A in registers only)
-        b3_bufs = gl.allocate_shared_memory(
-            dtype,
-            [NUM_STAGES] + b3_desc.block_shape,  # noqa: RUF005
-            b3_desc.layout,
-        )
-        c3_smem = gl.allocate_shared_memory(
-            c3_desc.dtype,
-            [NUM_CONSUMERS] + c3_desc.block_shape,  # noqa: RUF005
-            c3_desc.layout,
-        )
-    else:
-        b3_bufs = b_bufs
-        c3_smem = c_smem
+    # A tile two boxes wide (a wide swap: TAIL_N > 0) has a second B ring and D buffer, a
+    # third box (TAIL2_N > 0, A in registers only) a third; any other tile passes its first
+    # box's descriptors again, unused.
+    b2_bufs, c2_smem = _box_buffers(b2_desc, c2_desc, b_bufs, c_smem, TAIL_N, NUM_STAGES)
+    b3_bufs, c3_smem = _box_buffers(b3_desc, c3_desc, b_bufs, c_smem, TAIL2_N, NUM_STAGES)
     # -- barriers --
     ab_full = mbarrier.allocate_mbarrier(batch=NUM_STAGES)
     ab_empty = mbarrier.allocate_mbarrier(batch=NUM_STAGES)
