@@ -9,7 +9,6 @@ fails. Spills are read with the ptxas Triton bundles, so they are always known.
 
 from __future__ import annotations
 
-import dataclasses
 import random
 import re
 
@@ -233,42 +232,6 @@ def _r8_cases():
             Problem(500, 16384, 4096, "bf16"),
             dict(tile_n=256, swap_ab=True, stream_k=True),
         ),
-        # A in registers: one ldmatrix load feeds both boxes' wgmmas (64 + 8 on one consumer,
-        # 128 + 16 on two, in a pair, and under stream-K)
-        "regs-64x72-c1-bf16": (
-            Problem(100, 6144, 5120, "bf16"),
-            dict(tile_m=64, tile_n=72, a_operand="regs", **swap),
-        ),
-        "regs-128x144-c2": (
-            Problem(274, 16384, 16384),
-            dict(tile_n=144, swap_ab=True, a_operand="regs"),
-        ),
-        "regs-sk-128x144-c1": (
-            Problem(155, 36864, 7168),
-            dict(tile_n=144, stream_k=True, a_operand="regs", **swap),
-        ),
-        # three boxes (A in registers only): 128 + 32 + 16 on one CTA and 128 + 64 + 16 in a
-        # pair, 64 + 32 + 8 on one consumer, 128 + 32 + 8 under stream-K, raster n at 224
-        "regs3-128x176-c1": (
-            Problem(170, 8192, 4096),
-            dict(tile_n=176, a_operand="regs", **swap),
-        ),
-        "regs3-128x208-c2": (
-            Problem(400, 16384, 8192),
-            dict(tile_n=208, swap_ab=True, a_operand="regs"),
-        ),
-        "regs3-64x104-c1-bf16": (
-            Problem(100, 6144, 5120, "bf16"),
-            dict(tile_m=64, tile_n=104, a_operand="regs", **swap),
-        ),
-        "regs3-sk-128x168-c1": (
-            Problem(1332, 8192, 8192),
-            dict(tile_n=168, stream_k=True, a_operand="regs", **swap),
-        ),
-        "regs3-128x224-c1-rn": (
-            Problem(900, 8192, 4096),
-            dict(tile_n=224, raster="n", a_operand="regs", **swap),
-        ),
     }
     return [pytest.param(p, o, id=name) for name, (p, o) in shapes.items()]
 
@@ -296,17 +259,10 @@ def test_r8_code_paths(problem, knobs):
     # one wgmma width per box of the tile: a two-box wide swap issues both, nothing else
     widths = {f"m64n{w}k16" for w in config.boxes if w}
     assert set(re.findall(r"wgmma\.mma_async\.sync\.aligned\.(m\d+n\d+k\d+)\.f32", ptx)) == widths
-    # A's operand: every wgmma reads a shared-memory descriptor, or (a_operand=regs) every one
-    # reads registers that one ldmatrix per 16 k-columns filled (x4: a 64x16 slice a warpgroup)
-    a_ops = re.findall(r"wgmma\.mma_async\.sync\.aligned\.\S+ \{[^}]*\}, (\S)", ptx)
-    regs = config.a_operand == "regs"
-    assert a_ops and set(a_ops) == ({"{"} if regs else {"%"}), config.name
-    loads = len(re.findall(r"ldmatrix\.sync\.aligned\.m8n8\.x4\.shared\.b16", ptx))
-    assert loads == (config.num_consumers * r8.BLOCK_K // 16 if regs else 0), (config.name, loads)
-    # ... and then no wgmma stays in flight into the next k-step, whose ldmatrix rewrites
-    # the registers it reads (a two-box tile otherwise keeps one step's two groups in flight)
+    # one k-step's wgmmas stay in flight while the next step's issue: one commit group, or
+    # two for a two-box tile (each box's wgmma commits its own)
     in_flight = set(re.findall(r"wgmma\.wait_group\.sync\.aligned\s+(\d+)", ptx)) - {"0"}
-    assert in_flight == (set() if regs else {"2" if config.boxes[1] else "1"}), config.name
+    assert in_flight == {"2" if config.boxes[1] else "1"}, config.name
     stores = re.findall(r"cp\.async\.bulk\.tensor\.2d\.global\.shared::cta", ptx)  # TMA store
     assert stores
     if config.swap_ab and config.split_k == 1:  # one store per box per consumer
@@ -413,7 +369,6 @@ def test_r8_select_valid_for_every_problem():
         assert 1 <= plan.grid[0] <= max(units, 132 // config.cluster)
         if config.stream_k:
             assert plan.constexprs["PERSISTENT"] and plan.grid == (132 // config.cluster,)
-        assert config.a_operand == "smem", (problem.key, config.name)  # regs: a variant
         if config.wide_swap:  # a mid-size M, as the narrowest of the widths that fits it
             assert swap_fits(problem, config.tile_n, r8.SWAP_WIDE), (problem.key, config.name)
         elif config.swap_ab:
@@ -449,8 +404,7 @@ def test_r8_swapped_stream_k_validity():
     column pitch (N) is not 16-byte aligned are refused with a reason."""
     r8 = _r8()
     ok = Problem(155, 36864, 7168)
-    # (three-box widths: test_r8_a_in_registers_validity)
-    swapped = [c for c in r8.MENU if c.stream_k and c.swap_ab and not c.boxes[2]]
+    swapped = [c for c in r8.MENU if c.stream_k and c.swap_ab]
     assert {(c.tile_m, c.tile_n, c.cluster, c.raster) for c in swapped} == {
         (128, w, c, r) for w in r8.SWAP_WIDE for c in (1, 2) for r in "mn"
     }
@@ -459,40 +413,6 @@ def test_r8_swapped_stream_k_validity():
     for override in ("tile_m=64", "tile_m=256", "tile_n=32", "split_k=2"):
         assert r8._valid(ok, base.with_overrides(override)), override
     assert r8._valid(Problem(155, 36868, 7168), base)
-
-
-def test_r8_a_in_registers_validity():
-    """A in registers is a twin of exactly the two-box tiles whose consumers hold 64 rows
-    (one-box tiles read A once anyway; 256-row tiles' consumers hold 128); elsewhere it is
-    refused with a reason, and the tune ranking times the twins after every A in shared
-    memory (a variant, never the heuristic's pick)."""
-    r8 = _r8()
-    regs = {c for c in r8.MENU if c.a_operand == "regs" and not c.boxes[2]}
-    twins = {
-        dataclasses.replace(c, a_operand="regs")
-        for c in r8.MENU
-        if c.a_operand == "smem" and c.boxes[1] and c.consumer_rows == 64
-    }
-    assert regs == twins and len(regs) == 70
-    # three boxes: registers only, each SWAP_WIDE3 width on the wide swaps' families
-    # (two rasters x 128 rows in a pair and alone, 64 rows, and 128-row stream-K alone and
-    # in a pair)
-    three = [c for c in r8.MENU if c.boxes[2]]
-    assert {c.tile_n for c in three} == set(r8.SWAP_WIDE3)
-    assert len(three) == 2 * (3 + 2) * len(r8.SWAP_WIDE3)
-    assert all(c.a_operand == "regs" and c.swap_ab and c.consumer_rows == 64 for c in three)
-    fits = Problem(170, 8192, 4096)
-    assert r8._valid(fits, three[0]) is None
-    assert r8._valid(fits, three[0].with_overrides("a_operand=smem"))  # A read three times
-    assert r8._valid(fits, three[0].with_overrides("tile_n=216"))  # 128 + 64 + 24: no
-    ok = Problem(274, 16384, 16384)
-    base = r8.R8Config(tile_n=144, swap_ab=True, a_operand="regs")
-    assert r8._valid(ok, base) is None
-    for override in ("tile_n=128", "tile_m=256", "swap_ab=0,tile_n=256", "a_operand=tmem"):
-        assert r8._valid(ok, base.with_overrides(override)), override
-    ranked = r8._ranked(ok)
-    first = min(i for i, c in enumerate(ranked) if c.a_operand == "regs")
-    assert all(c.a_operand == "regs" or r8._variant(ok, c) for c in ranked[first:])
 
 
 def test_r8_says_why_it_chose_each_config():
@@ -520,20 +440,17 @@ def test_r8_menu_fits_shared_memory():
             assert config.stages(out_bytes) * stage + epilogue <= r8.SMEM_BUDGET, config.name
     # curated: 48 configs, plus the wide swaps (each width on three tile families, two rasters)
     # and the 256-row ones up to SWAP_WIDE_256 (cluster 1 and 2, two rasters), and the
-    # 128-row ones' stream-K twins (cluster 1 and 2, two rasters); then A in registers for
-    # the two-box ones of 64-row consumers (``test_r8_a_in_registers_validity``)
+    # 128-row ones' stream-K twins (cluster 1 and 2, two rasters)
     wide256 = sum(w <= r8.SWAP_WIDE_256 for w in r8.SWAP_WIDE)
     most = 48 + len(r8.SWAP_WIDE) * 3 * 2 + wide256 * 2 * 2 + len(r8.SWAP_WIDE) * 2 * 2
-    smem = [c for c in r8.MENU if c.a_operand == "smem"]
-    assert len(smem) <= most, "a curated menu, not a product"
+    assert len(r8.MENU) <= most, "a curated menu, not a product"
     for config in r8.MENU:
         if config.tile_m == 256:  # W fp32 accumulators a consumer thread: no wider than 144
             assert config.wide_swap and config.tile_n <= r8.SWAP_WIDE_256, config.name
             assert config.stages(2) >= 3, config.name
-        head, tail, tail2 = config.boxes
-        assert all(w & (w - 1) == 0 and (w == 0 or w >= 8) for w in (head, tail, tail2))
-        assert tail == 0 or config.wide_swap, config.name  # two or three boxes: wide swaps only
-        assert tail2 == 0 or config.a_operand == "regs", config.name  # three: A read once
+        head, tail = config.boxes
+        assert head & (head - 1) == 0 and tail & (tail - 1) == 0 and (tail == 0 or tail >= 8)
+        assert tail == 0 or config.wide_swap, config.name  # two boxes: wide swaps only
 
 
 def test_r8_select_on_the_sweep():

@@ -78,16 +78,13 @@ def _tail(problem: Problem, name: str) -> bool:
     return config.schedule(problem, SMS).sk_tiles > 0
 
 
-def _menu(spec: KernelSpec, a_regs: bool = False) -> list[str]:
-    """The names of ``spec``'s configs, as its worker process declares them: those reading A
-    from shared memory, or (``a_regs``) only Gluon's twins that load it into registers
-    (``test_a_in_registers_is_correct``; each test of a tile family checks its A in shared
-    memory)."""
+def _menu(spec: KernelSpec) -> list[str]:
+    """The names of ``spec``'s configs, as its worker process declares them."""
     require_runnable(spec, CAP)
     with Runner([spec], RunSettings(measure=False, timeout_s=300)) as runner:
         menu = runner.menus()[spec.id]
     assert isinstance(menu, list), f"{spec.id} failed to load or declares no configs: {menu}"
-    return [n for n in menu if (_values(n).get("a_operand") == "regs") == a_regs]
+    return menu
 
 
 def _check_forced(
@@ -324,25 +321,3 @@ def test_swapped_stream_k_is_correct(spec: KernelSpec, shard: str | None) -> Non
     for name, ok in ran.items():
         with_tail = [p for p in ok if _tail(p, name)]
         assert len(with_tail) >= 4, f"{name}: only {len(with_tail)} problems with a tail ran"
-
-
-#: A in registers (Gluon's ``a_operand=regs``): a two-box width of each head box (64 + 8 and
-#: 128 + 16) and a three-box one (128 + 32 + 16), on 64- and 128-row tiles, unsplit and
-#: stream-K.
-REGS_WIDTHS = ("72", "144", "176")
-
-
-@pytest.mark.parametrize("spec", SPECS, ids=[s.id for s in SPECS])
-def test_a_in_registers_is_correct(spec: KernelSpec, shard: str | None) -> None:
-    """The two- and three-box tiles that load A into registers once a k-step and feed every
-    box's wgmma from them, raster m, both clusters, with and without stream-K, on the ragged
-    suite, mid-M shapes and swapped tails. A backend without the knob has nothing to check."""
-    names = [
-        n
-        for n in _menu(spec, a_regs=True)
-        if _values(n)["tile_n"] in REGS_WIDTHS and _values(n)["raster"] == "m"
-    ]
-    if not names:
-        pytest.skip(f"not applicable: {spec.id} has no config with A in registers")
-    assert {_values(n)["stream_k"] for n in names} == {"0", "1"}, names
-    _check_forced(spec, names, ["ragged", *MID_M, *SWAPPED_TAILS[:3]], shard)

@@ -20,10 +20,8 @@ Changes from rung 7 (``multi_consumer``):
     tiles on the wgmma N side. Triton's blocks and TMA boxes are powers of two, so a width
     that is not one is two boxes (``R8Config.boxes``: 144 = 128 + 16) — two B rings filled
     under one ``ab_full``, two wgmmas and accumulators per k-step (one step in flight is two
-    commit groups), two D boxes stored; ``TAIL_N`` > 0 compiles that in. Three boxes
-    (``SWAP_WIDE3``: 176 = 128 + 32 + 16; ``TAIL2_N`` > 0) read A from registers only. Their
-    ``raster`` m walks the column tiles of one block of rows first (``ROWS_FIRST`` off),
-    raster n the rows;
+    commit groups), two D boxes stored; ``TAIL_N`` > 0 compiles that in. Their ``raster`` m
+    walks the column tiles of one block of rows first (``ROWS_FIRST`` off), raster n the rows;
   * ``split_k`` (few tiles, long K): work units run over (split, tile); split s reduces the
     k-tiles ``[s*kt//S, (s+1)*kt//S)`` and TMA-stores fp32 partials into its own slice of a
     workspace allocated at compile time; ``splitk_reduce_kernel`` then sums the S slices in
@@ -46,10 +44,7 @@ Config knobs: ``R8Config`` is ``harness.tile_cost.GemmConfig``, the vocabulary e
 shares — ``tile_m`` (64 | 128 rows per CTA = 1 | 2 consumer warpgroups), ``tile_n``,
 ``cluster``, ``swap_ab``, ``split_k``, ``stream_k``, ``raster`` ("m": the tile order walks
 M within a group — a narrow swapped cover has one column, so the order is the same either
-way; "n" only for the wide swaps, see above), ``group``; and this kernel's own ``a_operand``
-("smem": each wgmma reads A from the ring; "regs": a consumer loads A once a k-step with
-``ldmatrix`` and feeds both boxes' wgmmas from registers, so a two-box tile reads A once, not
-twice — a variant the heuristic does not pick until timed). The menu is curated (``MENU``
+way; "n" only for the wide swaps, see above), ``group``. The menu is curated (``MENU``
 below); the heuristic is the shared cost model's cheapest allowed entry. Derived per
 problem, not knobs: the stage count (from the tile family) and persistence (from the
 problem's tile count).
@@ -158,17 +153,13 @@ class Smem:
     a_desc: tma.tensor_descriptor
     b_desc: tma.tensor_descriptor
     b2_desc: tma.tensor_descriptor
-    b3_desc: tma.tensor_descriptor
     c_desc: tma.tensor_descriptor
     c2_desc: tma.tensor_descriptor
-    c3_desc: tma.tensor_descriptor
     a_bufs: gl.shared_memory_descriptor
     b_bufs: gl.shared_memory_descriptor
     b2_bufs: gl.shared_memory_descriptor
-    b3_bufs: gl.shared_memory_descriptor
     c_smem: gl.shared_memory_descriptor
     c2_smem: gl.shared_memory_descriptor
-    c3_smem: gl.shared_memory_descriptor
     w_ptr: gl.tensor
     ab_full: gl.shared_memory_descriptor
     ab_empty: gl.shared_memory_descriptor
@@ -186,9 +177,7 @@ class Smem:
     SWAP_AB: gl.constexpr
     PERSISTENT: gl.constexpr
     TAIL_N: gl.constexpr
-    TAIL2_N: gl.constexpr
     ROWS_FIRST: gl.constexpr
-    A_REGS: gl.constexpr
 
     @gluon.constexpr_function
     def __init__(
@@ -196,17 +185,13 @@ class Smem:
         a_desc,
         b_desc,
         b2_desc,
-        b3_desc,
         c_desc,
         c2_desc,
-        c3_desc,
         a_bufs,
         b_bufs,
         b2_bufs,
-        b3_bufs,
         c_smem,
         c2_smem,
-        c3_smem,
         w_ptr,
         ab_full,
         ab_empty,
@@ -224,24 +209,18 @@ class Smem:
         SWAP_AB,
         PERSISTENT,
         TAIL_N,
-        TAIL2_N,
         ROWS_FIRST,
-        A_REGS,
     ):
         self.a_desc = a_desc
         self.b_desc = b_desc
         self.b2_desc = b2_desc
-        self.b3_desc = b3_desc
         self.c_desc = c_desc
         self.c2_desc = c2_desc
-        self.c3_desc = c3_desc
         self.a_bufs = a_bufs
         self.b_bufs = b_bufs
         self.b2_bufs = b2_bufs
-        self.b3_bufs = b3_bufs
         self.c_smem = c_smem
         self.c2_smem = c2_smem
-        self.c3_smem = c3_smem
         self.w_ptr = w_ptr
         self.ab_full = ab_full
         self.ab_empty = ab_empty
@@ -259,9 +238,7 @@ class Smem:
         self.SWAP_AB = gl.constexpr(SWAP_AB)
         self.PERSISTENT = gl.constexpr(PERSISTENT)
         self.TAIL_N = gl.constexpr(TAIL_N)
-        self.TAIL2_N = gl.constexpr(TAIL2_N)
         self.ROWS_FIRST = gl.constexpr(ROWS_FIRST)
-        self.A_REGS = gl.constexpr(A_REGS)
 
 
 # -- the schedule: work units -> (tile, K range, where the result goes) -----------------------
@@ -270,7 +247,7 @@ def _num_units(s: Smem):
     """Work units the persistent programs stride over: tiles x K splits, or with stream-K the
     data-parallel tiles plus two tail segments per program (``harness.tile_cost.StreamK``)."""
     TILE_M: gl.constexpr = s.a_desc.block_shape[0] * s.NUM_CONSUMERS  # the cluster tile
-    TILE_N: gl.constexpr = s.b_desc.block_shape[0] + s.TAIL_N + s.TAIL2_N
+    TILE_N: gl.constexpr = s.b_desc.block_shape[0] + s.TAIL_N
     tiles = gl.cdiv(s.M, TILE_M) * gl.cdiv(s.N, TILE_N)
     if s.STREAM_K:
         programs = gl.num_programs(0)
@@ -288,7 +265,7 @@ def _unit(s: Smem, unit):
     segment whose fp32 partial goes to workspace slot ``slot`` (-1: the whole tile, to D). An
     empty segment has first == end: both roles then skip the unit."""
     TILE_M: gl.constexpr = s.a_desc.block_shape[0] * s.NUM_CONSUMERS
-    TILE_N: gl.constexpr = s.b_desc.block_shape[0] + s.TAIL_N + s.TAIL2_N
+    TILE_N: gl.constexpr = s.b_desc.block_shape[0] + s.TAIL_N
     TILE_K: gl.constexpr = s.a_desc.block_shape[1]
     num_tiles_m = gl.cdiv(s.M, TILE_M)
     num_tiles_n = gl.cdiv(s.N, TILE_N)
@@ -339,12 +316,8 @@ def _unit(s: Smem, unit):
 def _load_tile(s: Smem, unit, empty):
     BOX_M: gl.constexpr = s.a_desc.block_shape[0]  # one consumer's cluster rows
     TILE_K: gl.constexpr = s.a_desc.block_shape[1]
-    # B's bytes: every box of the tile (a tile of fewer boxes passes b again as b2 and b3)
-    B_BYTES: gl.constexpr = (
-        s.b_desc.nbytes_per_cta
-        + s.b2_desc.nbytes_per_cta * (s.TAIL_N > 0)
-        + s.b3_desc.nbytes_per_cta * (s.TAIL2_N > 0)
-    )
+    # B's bytes: both boxes when the tile is two boxes wide (a one-box tile's b2 is b again)
+    B_BYTES: gl.constexpr = s.b_desc.nbytes_per_cta + s.b2_desc.nbytes_per_cta * (s.TAIL_N > 0)
     off_m, off_n, k_lo, k_hi, _, _ = _unit(s, unit)
     for kk in range(k_lo, k_hi):  # an empty stream-K segment loads nothing
         mbarrier.wait(s.ab_empty.index(empty.index), empty.phase)
@@ -373,14 +346,6 @@ def _load_tile(s: Smem, unit, empty):
                 [off_n + s.b_desc.block_shape[0], kk * TILE_K],
                 full,
                 s.b2_bufs.index(empty.index),
-                multicast=s.CLUSTER == 2,
-            )
-        if s.TAIL2_N > 0:
-            tma.async_load(
-                s.b3_desc,
-                [off_n + s.b_desc.block_shape[0] + s.TAIL_N, kk * TILE_K],
-                full,
-                s.b3_bufs.index(empty.index),
                 multicast=s.CLUSTER == 2,
             )
         empty = empty.next()
@@ -419,39 +384,19 @@ def _mma_tile(s: Smem, unit, C: gl.constexpr, full, release):
         acc = gl.zeros([BOX_M, HEAD_N], gl.float32, _acc_layout(s, HEAD_N))
         if s.TAIL_N > 0:  # a tile two boxes wide: a second wgmma per k-step, on the tail box
             acc2 = gl.zeros([BOX_M, s.TAIL_N], gl.float32, _acc_layout(s, s.TAIL_N))
-        if s.TAIL2_N > 0:  # three boxes: a third
-            acc3 = gl.zeros([BOX_M, s.TAIL2_N], gl.float32, _acc_layout(s, s.TAIL2_N))
         for kk in range(k_lo, k_hi):
             mbarrier.wait(s.ab_full.index(full.index), full.phase)
             a = s.a_bufs.index(s.NUM_CONSUMERS * full.index + C)
-            if s.A_REGS:
-                # ldmatrix once; both boxes' wgmmas read these registers (the tail box's too:
-                # an A operand's layout does not depend on N). The loads finish before the
-                # wgmma that reads them, so releasing the stage after that wgmma (below)
-                # still orders them before the producer's next TMA write.
-                a = a.load(gl.DotOperandLayout(0, _acc_layout(s, HEAD_N), 2))
             b = s.b_bufs.index(full.index).permute((1, 0))
             acc = warpgroup_mma(a, b, acc, is_async=True)
             # Keep one k-step of wgmma in flight: once only the newest step's are
             # outstanding, the previous stage's operands are no longer read and can be
             # handed back.
-            if s.TAIL2_N > 0:
-                gl.static_assert(s.A_REGS, "three boxes read A from registers (_valid)")
-                b2 = s.b2_bufs.index(full.index).permute((1, 0))
-                b3 = s.b3_bufs.index(full.index).permute((1, 0))
-                acc2 = warpgroup_mma(a, b2, acc2, is_async=True)
-                acc3 = warpgroup_mma(a, b3, acc3, is_async=True)
-                acc, acc2, acc3, a, b, b2, b3 = warpgroup_mma_wait(
-                    num_outstanding=0, deps=(acc, acc2, acc3, a, b, b2, b3)
-                )
-            elif s.TAIL_N > 0:
+            if s.TAIL_N > 0:
                 b2 = s.b2_bufs.index(full.index).permute((1, 0))
                 acc2 = warpgroup_mma(a, b2, acc2, is_async=True)
-                # A wgmma reads its register operands until it completes, and the next
-                # k-step's ldmatrix writes the same registers: with A in registers, retire
-                # this step's wgmmas first (a second consumer's keep the tensor cores busy).
                 acc, acc2, a, b, b2 = warpgroup_mma_wait(
-                    num_outstanding=0 if s.A_REGS else 2, deps=(acc, acc2, a, b, b2)
+                    num_outstanding=2, deps=(acc, acc2, a, b, b2)
                 )
             else:
                 acc, a, b = warpgroup_mma_wait(num_outstanding=1, deps=(acc, a, b))
@@ -461,9 +406,7 @@ def _mma_tile(s: Smem, unit, C: gl.constexpr, full, release):
                     mbarrier.arrive(s.b_empty.index(release.index))  # remote arrive on the lead
                 release = release.next()
             full = full.next()
-        if s.TAIL2_N > 0:
-            acc, acc2, acc3 = warpgroup_mma_wait(num_outstanding=0, deps=(acc, acc2, acc3))
-        elif s.TAIL_N > 0:
+        if s.TAIL_N > 0:
             acc, acc2 = warpgroup_mma_wait(num_outstanding=0, deps=(acc, acc2))
         else:
             acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc,))
@@ -475,14 +418,10 @@ def _mma_tile(s: Smem, unit, C: gl.constexpr, full, release):
             _store_partial(s, acc, slot, C, 0)
             if s.TAIL_N > 0:
                 _store_partial(s, acc2, slot, C, HEAD_N)
-            if s.TAIL2_N > 0:
-                _store_partial(s, acc3, slot, C, HEAD_N + s.TAIL_N)
         else:
             _store_tile(s, acc, off_m, off_n, split, C)
             if s.TAIL_N > 0:
-                _store_tail(s, acc2, s.c2_desc, s.c2_smem, off_m, off_n + HEAD_N, C)
-            if s.TAIL2_N > 0:
-                _store_tail(s, acc3, s.c3_desc, s.c3_smem, off_m, off_n + HEAD_N + s.TAIL_N, C)
+                _store_tail(s, acc2, off_m, off_n, C)
     return full, release
 
 
@@ -493,7 +432,7 @@ def _store_partial(s: Smem, acc, slot, C: gl.constexpr, COL0: gl.constexpr):
     two-box wide swap stores its tail box's columns from ``COL0`` on. Only the tail's few
     segments take this path, so the D epilogue's shared buffers stay fp16-sized."""
     BOX_M: gl.constexpr = s.a_desc.block_shape[0]
-    TILE_N: gl.constexpr = s.b_desc.block_shape[0] + s.TAIL_N + s.TAIL2_N  # a slot row: the tile
+    TILE_N: gl.constexpr = s.b_desc.block_shape[0] + s.TAIL_N  # a slot row: the whole tile
     WIDTH: gl.constexpr = acc.shape[1]
     TILE_M: gl.constexpr = BOX_M * s.NUM_CONSUMERS
     layout: gl.constexpr = acc.type.layout
@@ -543,14 +482,15 @@ def _store_tile(s: Smem, acc, off_m, off_n, split, C: gl.constexpr):
 
 
 @gluon.jit
-def _store_tail(s: Smem, acc, desc, bufs, off_m, row0, C: gl.constexpr):
-    """A wide swap's next box of D rows (from ``row0``), after its first (``_store_tile``, whose
-    ``store_wait`` covered these buffers too: the previous tile's stores of them are done)."""
+def _store_tail(s: Smem, acc2, off_m, off_n, C: gl.constexpr):
+    """A two-box swapped tile's second box of D rows, after its first (``_store_tile``, whose
+    ``store_wait`` covered this buffer too: the previous tile's tail store is done)."""
     BOX_M: gl.constexpr = s.a_desc.block_shape[0]
-    smem = bufs.index(C)
-    smem.store(gl.permute(acc.to(desc.dtype), (1, 0)))
+    HEAD_N: gl.constexpr = s.b_desc.block_shape[0]
+    c2_smem = s.c2_smem.index(C)
+    c2_smem.store(gl.permute(acc2.to(s.c2_desc.dtype), (1, 0)))
     fence_async_shared()
-    tma.async_store(desc, [row0, off_m + C * BOX_M], smem)
+    tma.async_store(s.c2_desc, [off_n + HEAD_N, off_m + C * BOX_M], c2_smem)
 
 
 @gluon.jit
@@ -575,35 +515,12 @@ def _consumer(s: Smem, C: gl.constexpr):
 
 
 @gluon.jit
-def _box_buffers(b_desc, c_desc, b_bufs, c_smem, WIDTH: gl.constexpr, NUM_STAGES: gl.constexpr):
-    """A further box's B ring and its D buffer (one per consumer: ``c_smem``'s count), or,
-    for a box of width 0 (none), the first box's, unused."""
-    if WIDTH > 0:
-        ring = gl.allocate_shared_memory(
-            b_desc.dtype,
-            [NUM_STAGES] + b_desc.block_shape,  # noqa: RUF005
-            b_desc.layout,
-        )
-        out = gl.allocate_shared_memory(
-            c_desc.dtype,
-            [c_smem.shape[0]] + c_desc.block_shape,  # noqa: RUF005
-            c_desc.layout,
-        )
-    else:
-        ring = b_bufs
-        out = c_smem
-    return ring, out
-
-
-@gluon.jit
 def r8_shape_adaptive_kernel(
     a_desc,
     b_desc,
     b2_desc,
-    b3_desc,
     c_desc,
     c2_desc,
-    c3_desc,
     w_ptr,
     M,
     N,
@@ -618,9 +535,7 @@ def r8_shape_adaptive_kernel(
     SWAP_AB: gl.constexpr,
     PERSISTENT: gl.constexpr,
     TAIL_N: gl.constexpr,
-    TAIL2_N: gl.constexpr,
     ROWS_FIRST: gl.constexpr,
-    A_REGS: gl.constexpr,
     PRODUCER_WARPS: gl.constexpr,
     PRODUCER_REGS: gl.constexpr,
     CONSUMER_REGS: gl.constexpr,
@@ -642,11 +557,22 @@ def r8_shape_adaptive_kernel(
         [NUM_CONSUMERS * EPI_BUFS] + c_desc.block_shape,  # noqa: RUF005
         c_desc.layout,
     )
-    # A tile two boxes wide (a wide swap: TAIL_N > 0) has a second B ring and D buffer, a
-    # third box (TAIL2_N > 0, A in registers only) a third; any other tile passes its first
-    # box's descriptors again, unused.
-    b2_bufs, c2_smem = _box_buffers(b2_desc, c2_desc, b_bufs, c_smem, TAIL_N, NUM_STAGES)
-    b3_bufs, c3_smem = _box_buffers(b3_desc, c3_desc, b_bufs, c_smem, TAIL2_N, NUM_STAGES)
+    # A tile two boxes wide (a wide swap: TAIL_N > 0) has a second B ring and D buffer; any
+    # other tile passes its first box's descriptors again, unused.
+    if TAIL_N > 0:
+        b2_bufs = gl.allocate_shared_memory(
+            dtype,
+            [NUM_STAGES] + b2_desc.block_shape,  # noqa: RUF005
+            b2_desc.layout,
+        )
+        c2_smem = gl.allocate_shared_memory(
+            c2_desc.dtype,
+            [NUM_CONSUMERS] + c2_desc.block_shape,  # noqa: RUF005
+            c2_desc.layout,
+        )
+    else:
+        b2_bufs = b_bufs
+        c2_smem = c_smem
     # -- barriers --
     ab_full = mbarrier.allocate_mbarrier(batch=NUM_STAGES)
     ab_empty = mbarrier.allocate_mbarrier(batch=NUM_STAGES)
@@ -664,17 +590,13 @@ def r8_shape_adaptive_kernel(
         a_desc,
         b_desc,
         b2_desc,
-        b3_desc,
         c_desc,
         c2_desc,
-        c3_desc,
         a_bufs,
         b_bufs,
         b2_bufs,
-        b3_bufs,
         c_smem,
         c2_smem,
-        c3_smem,
         w_ptr,
         ab_full,
         ab_empty,
@@ -692,9 +614,7 @@ def r8_shape_adaptive_kernel(
         SWAP_AB,
         PERSISTENT,
         TAIL_N,
-        TAIL2_N,
         ROWS_FIRST,
-        A_REGS,
     )
     # -- roles --
     if NUM_CONSUMERS == 2:
@@ -813,14 +733,8 @@ def streamk_reduce_kernel(
 # -- configs ------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class R8Config(GemmConfig):
-    """Rung 8's knobs: ``harness.tile_cost.GemmConfig``, the vocabulary every rung 8 shares,
-    plus one of this kernel's own, ``a_operand`` (module docstring)."""
-
-    #: Where a consumer's wgmmas read A: "smem" (a descriptor of the ring's buffer: a two-box
-    #: tile's two wgmmas each read it) or "regs" (loaded once a k-step with ``ldmatrix`` and
-    #: fed to both wgmmas: half the shared-memory reads of A; two-box tiles of 64-row
-    #: consumers only).
-    a_operand: str = "smem"
+    """Rung 8's knobs: ``harness.tile_cost.GemmConfig``, the vocabulary every rung 8 shares
+    (Gluon's tile order walks M within an L2 group: ``raster`` is always "m" here)."""
 
     @property
     def num_consumers(self) -> int:
@@ -834,15 +748,12 @@ class R8Config(GemmConfig):
         return self.tile_m // self.num_consumers
 
     @property
-    def boxes(self) -> tuple[int, int, int]:
-        """(head, tail, tail2): the columns of the tile's B (and D) boxes, the widest power of
-        two first. TMA boxes and Triton's blocks are powers of two, so a wide swap of another
-        width is two boxes or three, each with its own wgmma and accumulator (144 = 128 + 16,
-        176 = 128 + 32 + 16); 0: no such box (a tail2 that is no power of two: not a tile)."""
+    def boxes(self) -> tuple[int, int]:
+        """(head, tail): the columns of the tile's two B (and D) boxes. TMA boxes and Triton's
+        blocks are powers of two, so a wide swap of another width is two boxes, each with its
+        own wgmma and accumulator (144 = 128 + 16); tail 0: one box."""
         head = 1 << (self.tile_n.bit_length() - 1)
-        rest = self.tile_n - head
-        tail = 1 << (rest.bit_length() - 1) if rest else 0
-        return head, tail, rest - tail
+        return head, self.tile_n - head
 
     @property
     def epi_n(self) -> int:
@@ -902,27 +813,6 @@ def _menu() -> tuple[R8Config, ...]:
                 R8Config(128, tn, cluster, swap_ab=True, stream_k=True, raster=r)
                 for r in ("m", "n")
             ]
-    # A in registers: a twin of every two-box tile whose consumers hold 64 rows (a variant
-    # until timed against the shared-memory A it would replace; README, "Thirteenth version").
-    menu += [
-        dataclasses.replace(c, a_operand="regs")
-        for c in menu
-        if c.boxes[1] and c.consumer_rows == SUB_M
-    ]
-    # Three boxes (A in registers only: read once, not three times), the widths CuTeDSL's
-    # wide swaps take that two boxes cannot make; variants until timed (README, "Fourteenth
-    # version").
-    for tn in SWAP_WIDE3:
-        for tm, cluster in ((128, 2), (128, 1), (64, 1)):
-            menu += [
-                R8Config(tm, tn, cluster, swap_ab=True, raster=r, a_operand="regs")
-                for r in ("m", "n")
-            ]
-        for cluster in (2, 1):
-            menu += [
-                R8Config(128, tn, cluster, swap_ab=True, stream_k=True, raster=r, a_operand="regs")
-                for r in ("m", "n")
-            ]
     return tuple(menu)
 
 
@@ -931,8 +821,6 @@ def _menu() -> tuple[R8Config, ...]:
 #: share of its column tiles to the next of them: 338 rows as 2 x 192, where CuTeDSL, with
 #: every multiple of 8, runs 2 x 176).
 SWAP_WIDE = (72, 80, 96, 128, 136, 144, 160, 192, 256)
-#: Widths of three power-of-two boxes (64 + 16 + 8 .. 128 + 64 + 32).
-SWAP_WIDE3 = (88, 104, 112, 152, 168, 176, 200, 208, 224)
 
 
 #: (tile_m, tile_n, cluster) of the stream-K configs.
@@ -955,19 +843,13 @@ def _valid(problem: Problem, config: R8Config) -> str | None:
         return f"256 rows a CTA: only a wide swap up to {SWAP_WIDE_256} columns (accumulators)"
     if config.raster != "m" and not config.wide_swap:
         return "raster n walks a wide swap's rows first; other tiles walk M (raster m only)"
-    _, tail, tail2 = config.boxes
-    if tail2 & (tail2 - 1) or 0 < tail2 < 8 or 0 < tail < 8 or (tail and not config.swap_ab):
-        return f"tile_n = {config.tile_n}: 2-3 power-of-two boxes of 8 or more, swapped tiles only"
-    if tail2 and config.a_operand != "regs":
-        return f"tile_n = {config.tile_n}: three boxes read A once only from registers"
+    tail = config.boxes[1]
+    if tail & (tail - 1) or 0 < tail < 8 or (tail and not config.swap_ab):
+        return f"tile_n = {config.tile_n}: two boxes only for a swapped tile, 8..128 + 8 wide"
     if config.stream_k and (config.split_k > 1 or problem.n % 8):
         return "stream-K: unsplit, and D's rows 16-byte aligned (N % 8 == 0)"
     if config.stream_k and config.swap_ab and (config.tile_m, config.wide_swap) != (128, True):
         return "stream-K swapped: wide tiles of 128 rows only"
-    if config.a_operand not in ("smem", "regs"):
-        return f"a_operand = {config.a_operand!r}: 'smem' or 'regs'"
-    if config.a_operand == "regs" and not (tail and config.consumer_rows == SUB_M):
-        return "A in registers: two-box tiles of 64-row consumers only (one box reads A once)"
     rows, cols = workspace_shape(problem, config)
     if config.split_k > 1 and rows * cols * 4 > MAX_WORKSPACE_BYTES:
         return f"needs a {rows * cols * 4 >> 20} MiB split-K workspace (split-K is for small M x N)"
@@ -1031,13 +913,9 @@ COST = HOPPER.with_params(
 
 
 def _variant(problem: Problem, config: R8Config) -> bool:
-    """Knobs the cost model cannot see, set otherwise than the heuristic would: group 16, a
-    wide swap's raster other than ``heuristic_raster``'s, or A in registers."""
-    return (
-        config.group != 8
-        or config.raster != heuristic_raster(problem, config)
-        or config.a_operand != "smem"
-    )
+    """Knobs the cost model cannot see, set otherwise than the heuristic would: group 16, or
+    a wide swap's raster other than ``heuristic_raster``'s."""
+    return config.group != 8 or config.raster != heuristic_raster(problem, config)
 
 
 def _ranked(problem: Problem) -> list[R8Config]:
@@ -1062,11 +940,8 @@ def _heuristic(problem: Problem) -> R8Config:
 
 
 def _allowed(problem: Problem, c: R8Config) -> bool:
-    """The heuristic's rules (``_heuristic``): what it may pick before the model ranks (A
-    from shared memory: registers are a variant, not yet timed)."""
-    return (
-        c.group == 8 and c.a_operand == "smem" and heuristic_allows(problem, c, BLOCK_K, SWAP_WIDE)
-    )
+    """The heuristic's rules (``_heuristic``): what it may pick before the model ranks."""
+    return c.group == 8 and heuristic_allows(problem, c, BLOCK_K, SWAP_WIDE)
 
 
 def _explain(problem: Problem, c: R8Config) -> str:
@@ -1100,14 +975,14 @@ def plan(problem: Problem, num_sms: int, config: R8Config) -> Plan:
     out_dtype = "fp32" if split else problem.dtype
     cta = ((1, 0),) if config.cluster == 2 else ()
     a_op, b_op = ("b", "a") if config.swap_ab else ("a", "b")
-    head, tail, tail2 = config.boxes
+    head, tail = config.boxes
     b_cta = ((0, 0),) if config.cluster == 2 else ()  # multicast: each CTA holds the whole box
     c_cta = cta
     if config.swap_ab:  # D's box is the transposed tile: [tile_n rows of D, box_m columns]
-        c_box, c2_box, c3_box = (head, box_m), (tail, box_m), (tail2, box_m)
+        c_box, c2_box = (head, box_m), (tail, box_m)
         c_cta = ((0, 1),) if config.cluster == 2 else ()  # the CTAs split D's columns
     else:
-        c_box = c2_box = c3_box = (box_m, config.epi_n)
+        c_box = c2_box = (box_m, config.epi_n)
     tiles = cdiv(rows, box_m * config.num_consumers) * cdiv(cols, config.tile_n) * config.split_k
     programs = num_sms // config.cluster
     # Stream-K always runs one program per SM (cluster): its tail is spread over all of them.
@@ -1120,10 +995,8 @@ def plan(problem: Problem, num_sms: int, config: R8Config) -> Plan:
             Desc(a_op, (box_m, BLOCK_K), cta),
             b,
             Desc(b_op, (tail, BLOCK_K), b_cta) if tail else b,  # a one-box tile: unused
-            Desc(b_op, (tail2, BLOCK_K), b_cta) if tail2 else b,
             c,
             Desc(c_op, c2_box, c_cta, dtype=c_dtype) if tail else c,
-            Desc(c_op, c3_box, c_cta, dtype=c_dtype) if tail2 else c,
             # stream-K's partials; any other config ignores it (D stands in)
             Ptr("w", dtype="fp32") if config.stream_k else Ptr("c"),
             rows,
@@ -1141,9 +1014,7 @@ def plan(problem: Problem, num_sms: int, config: R8Config) -> Plan:
             SWAP_AB=config.swap_ab,
             PERSISTENT=persistent,
             TAIL_N=tail,
-            TAIL2_N=tail2,
             ROWS_FIRST=rows_first(config),
-            A_REGS=config.a_operand == "regs",
             PRODUCER_WARPS=PRODUCER_WARPS,
             PRODUCER_REGS=PRODUCER_REGS,
             CONSUMER_REGS=CONSUMER_REGS,
