@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import dataclasses
 import fnmatch
+import functools
 import math
 import random
 import statistics
@@ -204,10 +205,29 @@ class StreamK:
             out.append((p, segment * self.programs + p))
         return out
 
+    def most_contributors(self) -> int:
+        """The most partials any tail tile sums: the reduction adds them one after another,
+        so its latency grows with this count (0 without a tail)."""
+        return _most_contributors(self.sk_tiles, self.k_tiles, self.programs)
+
     def max_iters(self) -> int:
         """k-iterations of the busiest program."""
         dp = (self.dp_tiles // self.programs) * self.k_tiles
         return dp + (cdiv(self.sk_iters, self.programs) if self.sk_tiles else 0)
+
+
+@functools.cache
+def _most_contributors(sk_tiles: int, k_tiles: int, programs: int) -> int:
+    """:meth:`StreamK.most_contributors`, cached: the cost model asks it for every stream-K
+    config it prices, and a fit prices each thousands of times."""
+    sk_iters = sk_tiles * k_tiles
+    most = 0
+    for r in range(sk_tiles):
+        first_it, end_it = r * k_tiles, (r + 1) * k_tiles
+        p_first = ((first_it + 1) * programs - 1) // sk_iters
+        p_last = (end_it * programs - 1) // sk_iters
+        most = max(most, p_last - p_first + 1)
+    return most
 
 
 # -- the cost model --------------------------------------------------------------------------
@@ -265,7 +285,8 @@ class TileCostModel:
     The pipeline overlaps the three imperfectly: the largest plus ``overlap_loss`` of the
     others. Each work unit a program runs costs ``unit_s`` (ring refill, epilogue); a kernel
     costs ``launch_s``. Split-K adds the reduce kernel (launch + the fp32 workspace's round
-    trip); stream-K adds each program's partial tiles (stored from registers) and the reduce.
+    trip); stream-K adds each program's partial tiles (stored from registers) and the reduce
+    (its traffic, and ``reduce_step_s`` per partial its busiest tile adds in turn).
     A grid smaller than the GPU runs its MMAs ``idle_boost`` faster per fraction of SMs idle.
     The constants are fitted (:func:`fit`); docs/design.md says on what.
     """
@@ -294,6 +315,11 @@ class TileCostModel:
     #: each at 1 + idle_boost / 2 the rate): a partial wave draws less power, so the SMs that
     #: run it clock higher on a power-limited GPU and share L2 and DRAM among fewer. 0 = none.
     idle_boost: float = 0.0
+    #: Stream-K's reduction, per partial its busiest tail tile adds: a reduce block loads its
+    #: partials one after another (a loop over the contributing programs), so with few tail
+    #: tiles and many contributors each it waits out one DRAM round trip per partial that
+    #: the bandwidth term (``hbm_bytes_per_s``) does not see. 0 = none.
+    reduce_step_s: float = 0.0
     efficiency: Mapping[tuple[int, int], float] = field(
         default_factory=lambda: dict(HOPPER_TILE_EFFICIENCY)
     )
@@ -317,6 +343,7 @@ class TileCostModel:
                 slots = programs + sk.sk_tiles  # segments written (at most)
                 store = 2 * (partial // config.cluster) / self.sm_store_bytes_per_s
                 reduce = store + self.reduce_launch_s + 2 * slots * partial / self.hbm_bytes_per_s
+                reduce += sk.most_contributors() * self.reduce_step_s
         else:
             s = config.split_k
             per_program = cdiv(tiles * s, programs)
@@ -394,10 +421,11 @@ _FITTED = (
     "swap_gain",
     "swap_cluster2_gain",
     "idle_boost",
+    "reduce_step_s",
 )
 
 #: Where :func:`fit` starts a constant that is 0 in its base (a log-scale step cannot leave 0).
-_FIT_START = {"idle_boost": 0.1}
+_FIT_START = {"idle_boost": 0.1, "reduce_step_s": 5e-7}
 
 #: The machine the rung-8 heuristics count against (the launch itself uses the real SM count).
 HOPPER = TileCostModel()

@@ -83,6 +83,11 @@ def test_stream_k_covers_every_k_iteration_once(tiles: int, k_tiles: int, progra
     assert max(per_program) == sk.max_iters()
     tail = cdiv(sk.sk_iters, programs) if sk.sk_tiles else 0
     assert sk.max_iters() == (tiles // programs) * k_tiles + tail
+    # the reduction's longest chain: every partial of the busiest tail tile, no fewer
+    # (an empty program is counted where it falls inside a tile: its loop step runs too)
+    most = max((len(sk.contributors(r)) for r in range(sk.sk_tiles)), default=0)
+    assert most <= sk.most_contributors() <= most + (sk.sk_iters < programs) * programs
+    assert (sk.most_contributors() == 0) == (sk.sk_tiles == 0)
 
 
 def test_stream_k_spreads_a_partial_wave_evenly() -> None:
@@ -115,6 +120,18 @@ def test_stream_k_pays_for_a_tail_and_costs_nothing_without_one() -> None:
     # 8192^2 in 128x256 cluster-2 tiles: 1024 cluster tiles = 15 waves + 34 tiles of 66
     whole = Problem(8448, 8192, 4096)  # 33 x 32 = 1056 = 16 x 66 cluster tiles: no tail
     assert HOPPER.seconds(whole, GemmConfig(stream_k=True)) == HOPPER.seconds(whole, GemmConfig())
+
+
+def test_stream_k_reduce_pays_a_step_per_partial_of_its_busiest_tile() -> None:
+    # 116 x 36864 in 128x256 tiles: 144 tiles, one wave and 12, each summed from 11 programs'
+    # partials (72 k-tiles a tile, 864 / 132 = 6.5 a program)
+    problem, config = Problem(116, 36864, 4608), GemmConfig(128, 256, 1, stream_k=True)
+    assert config.schedule(problem, 132).most_contributors() == 11
+    stepped = dataclasses.replace(HOPPER, reduce_step_s=1e-6)
+    extra = stepped.seconds(problem, config) - HOPPER.seconds(problem, config)
+    assert extra == pytest.approx(11e-6)
+    unsplit = GemmConfig(128, 256, 1)  # no tail, no reduce: the step costs nothing
+    assert stepped.seconds(problem, unsplit) == HOPPER.seconds(problem, unsplit)
 
 
 def test_cluster_split_and_tile_size_move_the_estimate_the_right_way() -> None:

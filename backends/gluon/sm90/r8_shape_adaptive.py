@@ -865,7 +865,10 @@ def _valid(problem: Problem, config: R8Config) -> str | None:
 #: (``TileCostModel.tile_efficiency``). ``swap_cluster2_gain`` is measured, not fitted: the
 #: wide swaps' pairs ran 1/0.978 the time of the same tile on one CTA (geomean of the 102
 #: pairs both wide-swap runs timed, 1.021 and 1.024 run by run); the log-error fit leaves it
-#: at 1, where every tie went to the pair (README, "Eighth version").
+#: at 1, where every tie went to the pair (README, "Eighth version"). ``reduce_step_s`` alone
+#: was fitted on the rest kept (``--only reduce_step_s``): ``streamk_reduce_kernel`` adds a
+#: tile's partials in a loop, one load after another, so a tail of few tiles with many
+#: contributors each waits out a DRAM round trip per partial (README, "Fifteenth version").
 COST = HOPPER.with_params(
     {
         "hbm_bytes_per_s": 6.064e12,
@@ -879,6 +882,7 @@ COST = HOPPER.with_params(
         "swap_gain": 0.9542,
         "swap_cluster2_gain": 0.978,
         "idle_boost": 0.4846,
+        "reduce_step_s": 2.986e-07,
         "eff:64x16": 0.1819,
         "eff:64x32": 0.2603,
         "eff:64x64": 0.4087,
