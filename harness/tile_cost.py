@@ -193,10 +193,8 @@ class StreamK:
     def contributors(self, r: int) -> list[tuple[int, int]]:
         """(program, workspace slot) of every partial of tail tile ``r`` (0-based among the
         tail tiles), in the order the reduction adds them."""
-        first_it, end_it = r * self.k_tiles, (r + 1) * self.k_tiles
-        # The program covering iteration x is the last p with begin(p) <= x.
-        p_first = ((first_it + 1) * self.programs - 1) // self.sk_iters
-        p_last = (end_it * self.programs - 1) // self.sk_iters
+        first_it = r * self.k_tiles
+        p_first, p_last = _programs_over(r, self.k_tiles, self.programs, self.sk_iters)
         out = []
         for p in range(p_first, p_last + 1):
             if self.begin(p) == self.begin(p + 1):
@@ -216,18 +214,19 @@ class StreamK:
         return dp + (cdiv(self.sk_iters, self.programs) if self.sk_tiles else 0)
 
 
+def _programs_over(r: int, k_tiles: int, programs: int, sk_iters: int) -> tuple[int, int]:
+    """(first, last) program whose tail share overlaps tail tile ``r``: the program covering
+    iteration x is the last p with ``p * sk_iters // programs <= x``."""
+    first_it, end_it = r * k_tiles, (r + 1) * k_tiles
+    return ((first_it + 1) * programs - 1) // sk_iters, (end_it * programs - 1) // sk_iters
+
+
 @functools.cache
 def _most_contributors(sk_tiles: int, k_tiles: int, programs: int) -> int:
     """:meth:`StreamK.most_contributors`, cached: the cost model asks it for every stream-K
     config it prices, and a fit prices each thousands of times."""
-    sk_iters = sk_tiles * k_tiles
-    most = 0
-    for r in range(sk_tiles):
-        first_it, end_it = r * k_tiles, (r + 1) * k_tiles
-        p_first = ((first_it + 1) * programs - 1) // sk_iters
-        p_last = (end_it * programs - 1) // sk_iters
-        most = max(most, p_last - p_first + 1)
-    return most
+    spans = (_programs_over(r, k_tiles, programs, sk_tiles * k_tiles) for r in range(sk_tiles))
+    return max((last - first + 1 for first, last in spans), default=0)
 
 
 # -- the cost model --------------------------------------------------------------------------
