@@ -57,6 +57,10 @@ __all__ = [
 
 #: Seconds a device probe may take (a fresh process, a CUDA context, one small GEMM).
 PROBE_TIMEOUT_S = 120.0
+#: Seconds a fresh worker always gets to describe or probe its GPU, however short ``--timeout``
+#: (which bounds a kernel's steps): a Python start, torch's import and a CUDA context take
+#: seconds on a loaded host, and a GPU that misses its probe is quarantined for the run.
+DEVICE_CHECK_MIN_S = 30.0
 
 
 @dataclass(frozen=True)
@@ -332,7 +336,8 @@ class Runner:
         parent never touches the GPU)."""
         w = Worker(None, self.settings.device, env=self._env(self.reference), visible=self.slot)
         try:
-            reply = w.call({"op": "env"}, timeout=self.settings.timeout_s)
+            timeout = max(self.settings.timeout_s, DEVICE_CHECK_MIN_S)
+            reply = w.call({"op": "env"}, timeout=timeout)
         except (TimeoutError, WorkerDied) as e:
             return {"device_error": str(e)}
         finally:
@@ -346,7 +351,8 @@ class Runner:
         fresh process, else what went wrong."""
         w = self._fresh_worker(self.reference)
         try:
-            reply = w.call({"op": "probe"}, timeout=min(self.settings.timeout_s, PROBE_TIMEOUT_S))
+            timeout = min(max(self.settings.timeout_s, DEVICE_CHECK_MIN_S), PROBE_TIMEOUT_S)
+            reply = w.call({"op": "probe"}, timeout=timeout)
         except (TimeoutError, WorkerDied) as e:
             return str(e)
         finally:

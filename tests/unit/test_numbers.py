@@ -196,3 +196,33 @@ def test_a_kernel_held_above_the_floor_is_named() -> None:
     assert held_above([alike, slow, unheld], 0.5) == [slow]
     assert held_above([alike, unheld], 0.5) == []
     assert held_above([alike, slow], 0.0) == []
+
+
+def test_device_checks_get_their_floor_however_short_the_kernel_timeout(monkeypatch) -> None:
+    """``--timeout`` bounds a kernel's steps; describing and probing the GPU in a fresh worker
+    (a Python start, torch's import, a CUDA context) always get ``DEVICE_CHECK_MIN_S``, so a
+    short timeout on a loaded host does not quarantine a healthy GPU; a long one still caps
+    the probe at ``PROBE_TIMEOUT_S``."""
+    from harness import runner as runner_module
+
+    asked: list[tuple[str, float]] = []
+
+    class Recording:
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            pass
+
+        def call(self, msg: dict[str, Any], timeout: float) -> dict[str, Any]:
+            asked.append((msg["op"], timeout))
+            return {"ok": True}
+
+        def stop(self) -> None:
+            pass
+
+    monkeypatch.setattr(runner_module, "Worker", Recording)
+    for timeout_s, want_env, want_probe in ((5.0, 30.0, 30.0), (600.0, 600.0, 120.0)):
+        asked.clear()
+        settings = RunSettings(device="cpu", timeout_s=timeout_s)
+        with Runner([CUBLAS], settings) as runner:
+            runner.device_info()
+            assert runner.probe() is None
+        assert asked == [("env", want_env), ("probe", want_probe)]
