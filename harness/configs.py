@@ -297,22 +297,10 @@ class ConfigSpace(Generic[C]):
         lacks at its default (a name written before the knob existed: a tuned table's entries
         outlive a knob added later)."""
         try:
-            pairs = parse_pairs(name)
-        except ValueError:
-            return None
-
-        def means(c: C) -> bool:
-            fields = c._fields()
-            if not set(pairs) <= {f.name for f in fields}:
-                return False
-            return all(
-                _format(getattr(c, f.name)) == pairs[f.name]
-                if f.name in pairs
-                else getattr(c, f.name) == f.default
-                for f in fields
-            )
-
-        return next((c for c in self.menu if means(c)), None)
+            wanted = type(self.menu[0])().with_overrides(name)  # the defaults, then the name's
+        except (IndexError, TypeError, ValueError):  # no defaults, or not a name of these knobs
+            return next((c for c in self.menu if c.name == name), None)
+        return next((c for c in self.menu if c == wanted), None)
 
     def _tuned(self, kernel_id: str, problem: Problem, gpu_name: str | None) -> C | None:
         """The tuned table's valid choice for ``problem`` on ``gpu_name``, if it has one."""
