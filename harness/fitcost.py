@@ -13,11 +13,13 @@ choice regret, and the fitted constants to paste into ``harness.tile_cost.HOPPER
 from __future__ import annotations
 
 import dataclasses
+import math
 import statistics
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from harness.gemm import Problem
+from harness.problems import held_out_m_share
 from harness.protocol import Rung
 from harness.records import BenchRecord
 from harness.results import Document
@@ -94,8 +96,11 @@ def ceiling(
     """What a perfect choice among the timed configs would reach: per (GPU, problem), the
     fastest timed rung-8 config of a run against cuBLAS in the same run (the best run where
     several timed it), as a geomean per M band with the problems below ``floor``. A band short
-    of 1.00 here is the kernels' gap, not the selection's: no cost model closes it. (Only the
-    configs a run timed count: ``--tune-top N`` leaves the rest of the menu out.)"""
+    of 1.00 here is the kernels' gap, not the selection's: no cost model closes it. Where every
+    band was timed, the line ends with the bands weighed as a held-out suite draws M
+    (:func:`_held_out_weighted`): the geomean a perfect selection would reach on the suite the
+    rung-8 bar is read on. (Only the configs a run timed count: ``--tune-top N`` leaves the
+    rest of the menu out, so the ceiling is a floor on what the kernels can reach.)"""
     best: dict[tuple[str, Problem], float] = {}
     for gpu, _, rec in _timed_rung8(docs, backends):
         if rec.pct_of_cublas:
@@ -109,11 +114,30 @@ def ceiling(
             for band, rs in _by_band((p, r) for (g, p), r in best.items() if g == gpu)
         ]
         ratios = [r for (g, _), r in best.items() if g == gpu]
+        held = _held_out_weighted(
+            {b: rs for b, rs in _by_band((p, r) for (g, p), r in best.items() if g == gpu)}
+        )
         lines.append(
             f"ceiling on {gpu} (fastest timed config / cuBLAS, same run): all "
-            f"{statistics.geometric_mean(ratios):.3f} ({len(ratios)} problems); " + "; ".join(parts)
+            f"{statistics.geometric_mean(ratios):.3f} ({len(ratios)} problems); "
+            + "; ".join(parts)
+            + (f"; weighed as a held-out suite draws M: {held:.3f}" if held else "")
         )
     return lines
+
+
+def _held_out_weighted(bands: Mapping[str, list[float]]) -> float | None:
+    """The band geomeans of ``bands`` (keyed as :func:`_by_band` names them) weighed by the
+    share of a held-out suite's shapes in each band (``held_out_m_share``: M log-uniform, so
+    M 1-64 is 43 % of a suite and each band above it 14 %): what the ceiling reads on the
+    suite the rung-8 bar is held to. None unless every band was timed."""
+    if len(bands) != len(M_BANDS):
+        return None
+    logs = [
+        held_out_m_share(lo, hi) * math.log(statistics.geometric_mean(rs))
+        for (lo, hi), rs in zip(M_BANDS, bands.values(), strict=True)
+    ]
+    return math.exp(sum(logs))
 
 
 def own_choice(docs: Iterable[Document], backends: Sequence[str] | None = None) -> list[str]:

@@ -188,6 +188,17 @@ def _draw(seed: int, count: int, exclude: frozenset[_Shape]) -> tuple[_Shape, ..
 
 
 @functools.cache
+def held_out_m_share(lo: int, hi: int | None = None, suites: int = 256) -> float:
+    """The share of a held-out suite's shapes whose M lies in [lo, hi] (hi None: no bound),
+    counted over ``suites`` suites of ``RANDOM_COUNT`` shapes drawn as a held-out seed's are
+    (seeds from 10**6, above any evaluation's). M is drawn log-uniform (43 % of draws at
+    M <= 64), but a small-M shape is redrawn more often, for clashing with a tuning shape or an
+    earlier draw: M 1-64 ends up about 36 % of a suite and each band of 4x above it about 16 %."""
+    ms = [m for seed in range(10**6, 10**6 + suites) for m, _, _ in random_shapes(seed)]
+    return sum(lo <= m and (hi is None or m <= hi) for m in ms) / len(ms)
+
+
+@functools.cache
 def random_shapes(seed: int, count: int = RANDOM_COUNT) -> tuple[_Shape, ...]:
     """The shapes of ``random:seed:count``: never a fixed suite's shape, and for a held-out
     seed never a shape of a tuning seed's suite either. A shorter suite of the same seed is a
