@@ -108,15 +108,14 @@ def ceiling(
             best[key] = max(best.get(key, 0.0), rec.pct_of_cublas / 100)
     lines = []
     for gpu in sorted({g for g, _ in best}):
+        bands = dict(_by_band((p, r) for (g, p), r in best.items() if g == gpu))
         parts = [
             f"{band} {statistics.geometric_mean(rs):.3f} ({len(rs)}, "
             f"{sum(r < floor for r in rs)} < {floor:.2f})"
-            for band, rs in _by_band((p, r) for (g, p), r in best.items() if g == gpu)
+            for band, rs in bands.items()
         ]
         ratios = [r for (g, _), r in best.items() if g == gpu]
-        held = _held_out_weighted(
-            {b: rs for b, rs in _by_band((p, r) for (g, p), r in best.items() if g == gpu)}
-        )
+        held = _held_out_weighted(bands)
         lines.append(
             f"ceiling on {gpu} (fastest timed config / cuBLAS, same run): all "
             f"{statistics.geometric_mean(ratios):.3f} ({len(ratios)} problems); "
@@ -127,10 +126,10 @@ def ceiling(
 
 
 def _held_out_weighted(bands: Mapping[str, list[float]]) -> float | None:
-    """The band geomeans of ``bands`` (keyed as :func:`_by_band` names them) weighed by the
-    share of a held-out suite's shapes in each band (``held_out_m_share``: M log-uniform, so
-    M 1-64 is 43 % of a suite and each band above it 14 %): what the ceiling reads on the
-    suite the rung-8 bar is held to. None unless every band was timed."""
+    """The geomeans of ``bands`` (as :func:`_by_band` yields them, in :data:`M_BANDS` order)
+    weighed by the share of a held-out suite's shapes in each band (``held_out_m_share``:
+    about 36 % at M <= 64, 16 % in each band above): what the ceiling reads on the suite the
+    rung-8 bar is held to. None unless every band was timed."""
     if len(bands) != len(M_BANDS):
         return None
     logs = [

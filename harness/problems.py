@@ -29,6 +29,7 @@ __all__ = [
     "TUNING_SEEDS",
     "expand",
     "held_out",
+    "held_out_m_share",
     "random_shapes",
     "suite_names",
     "suite_shapes",
