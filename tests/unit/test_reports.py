@@ -764,3 +764,38 @@ def test_the_sweep_tables_name_each_runs_warm_ups(tmp_path: Path) -> None:
     assert "3 of 3 shapes timed; timer 1/1/2 s, hold 0.5 ms)" in "\n".join(sweep_lines(ds5))
     assert "(timer v5)" in hold_text(v5) and "(timer v4 or older)" in hold_text(timer)
     assert hold_text(None) == ""
+
+
+def test_the_tuning_file_opens_with_each_dsls_rung8_ceiling(tmp_path: Path) -> None:
+    """tuning.md's ceiling section is `fit-cost`'s line per DSL over the tuning runs: the
+    fastest timed config per problem, per M band, weighed as a held-out suite draws M; a
+    held-out run's faster record changes nothing (evaluation data never tunes); no rung-8
+    tuning data, no section."""
+    from harness.fitcost import M_BANDS
+    from harness.problems import held_out_m_share
+    from reports.markdown import ceiling_lines
+
+    pcts = {16: 104.0, 100: 94.0, 300: 94.0, 2000: 97.0, 8000: 99.5}
+    tune = ResultsWriter(tmp_path / "t.json", "bench", {"gpu": "x", "run": {"suites": ["llm"]}})
+    for m, pct in pcts.items():
+        p = Problem(m, 4096, 4096)
+        tune.add(bench_record("gamma", 8, p, 0.1, config="t", selected=True, pct_of_cublas=pct))
+        tune.add(bench_record("gamma", 8, p, 0.2, config="u", pct_of_cublas=pct / 2))
+    tune.finish()
+    held = "random:9:3"
+    ev = ResultsWriter(tmp_path / "e.json", "bench", {"gpu": "x", "run": {"suites": [held]}})
+    for s in suite_shapes(held):
+        ev.add(bench_record("gamma", 8, Problem(*s), 0.05, config="t", pct_of_cublas=150.0))
+    ev.finish()
+    md = "\n".join(ceiling_lines(load_dataset([tmp_path])))
+    want = math.exp(
+        sum(
+            held_out_m_share(lo, hi) * math.log(pcts[m] / 100) for (lo, hi), m in zip(M_BANDS, pcts)
+        )
+    )
+    assert md.startswith("## Rung 8's ceiling")
+    assert "- **gamma**: ceiling on x (fastest timed config / cuBLAS, same run): all" in md
+    assert "M 1-64 1.040 (1, 0 < 0.90)" in md and "M > 4096 0.995 (1, 0 < 0.90)" in md
+    assert f"held-out suite draws M: {want:.3f}\n" in md
+    assert md.rstrip().endswith("## Every config timed")
+    assert ceiling_lines(load_dataset([tmp_path / "e.json"])) == []
