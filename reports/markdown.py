@@ -16,9 +16,11 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from harness.fitcost import ceiling
 from harness.gemm import Problem
 from harness.protocol import Rung
 from harness.records import BenchRecord, CodegenRecord
+from harness.tune import tuning_docs
 from reports.data import (
     SWEEP_RUNGS,
     Dataset,
@@ -243,9 +245,6 @@ def ceiling_lines(ds: Dataset) -> list[str]:
     """Rung 8's ceiling per DSL and GPU: ``python -m harness fit-cost``'s line
     (:func:`harness.fitcost.ceiling`) over the tuning data among the loaded runs (held-out runs
     and evaluated shapes left out, as every fit leaves them out)."""
-    from harness.fitcost import ceiling
-    from harness.tune import tuning_docs
-
     try:
         docs = tuning_docs(ds.documents, lambda _: None)
     except ValueError:  # every loaded run is an evaluation
