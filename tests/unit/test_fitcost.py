@@ -7,8 +7,9 @@ import math
 
 import pytest
 
-from harness.fitcost import ceiling, own_choice
+from harness.fitcost import M_BANDS, ceiling, own_choice
 from harness.gemm import Problem
+from harness.problems import held_out_m_share, random_shapes
 from harness.protocol import KernelSpec, Rung
 from harness.records import BenchRecord, Stats, Status
 from harness.results import Document
@@ -109,9 +110,6 @@ def test_held_out_m_shares_are_what_held_out_suites_hold() -> None:
     """The bands' shares sum to 1; M 1-64 holds fewer than the log-uniform law's 43 % (small-M
     shapes are redrawn more often) but the most of any band; a held-out seed's suite of 1024
     shapes lands within a few standard errors of each share (64 shapes at a time, as drawn)."""
-    from harness.fitcost import M_BANDS
-    from harness.problems import held_out_m_share, random_shapes
-
     shares = [held_out_m_share(lo, hi) for lo, hi in M_BANDS]
     assert sum(shares) == pytest.approx(1.0)
     assert 0.30 < shares[0] < math.log(65) / math.log(16385)
@@ -127,13 +125,10 @@ def test_the_ceiling_weighs_its_bands_as_a_held_out_suite_draws_m() -> None:
     """With every band timed the line ends with the band geomeans weighed by the held-out
     shares (a band short of 1.00 costs the suite its share of it); with a band missing it
     says nothing of the held-out suite."""
-    from harness.problems import held_out_m_share
-
     pcts = {16: 104.0, 100: 94.0, 300: 94.0, 2000: 97.0, 8000: 99.5}
     (line,) = ceiling([_doc(*(_rec(R8, m, p) for m, p in pcts.items()))])
-    bands = ((1, 64), (65, 256), (257, 1024), (1025, 4096), (4097, None))
     logs = [
-        held_out_m_share(lo, hi) * math.log(p / 100) for (lo, hi), p in zip(bands, pcts.values())
+        held_out_m_share(lo, hi) * math.log(p / 100) for (lo, hi), p in zip(M_BANDS, pcts.values())
     ]
     want = math.exp(sum(logs))
     assert line.endswith(f"; weighed as a held-out suite draws M: {want:.3f}")
