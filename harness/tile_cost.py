@@ -503,10 +503,15 @@ def explain(
 
 NARROW = (16, 32, 64)  # the tile widths that cover a short side
 MIN_K_PER_SPLIT = 512  # a split must keep this much of K, or its reduce costs more than it saves
-#: Below this K a split pays only where the unsplit tiles fill less than half the SMs: in the
-#: tuning runs (both DSLs, H200 and H100) a split config beat the same tile unsplit in 3 of
-#: 196 timed pairs there (median 0.857x), and in 54 of 309 elsewhere.
-SPLIT_LONG_K = 12288
+#: A K split pays only where the unsplit tiles fill less than this share of the SMs, at every
+#: K. In the tuning runs (both DSLs, H200), where the grid was fuller, a split config beat the
+#: fastest unsplit config of its problem in 4 of 377 timed pairs (144 problems; all four at
+#: 284x18432x16384 and 171x18432x16384, 2.2 waves, by 4-8 %), median 1.20x slower at
+#: K >= 12288 and 1.44x below. Until CuTeDSL's twentieth version (its README) the rule held
+#: below K = 12288 only, where a split beats the *same* tile unsplit in 5 of 188 of these
+#: pairs, against 32 of 189 above; but the heuristic weighs a split against every unsplit
+#: config, not only its own tile.
+SPLIT_MAX_FILL = 0.5
 
 
 def swap_cover(problem: Problem) -> int | None:
@@ -599,9 +604,9 @@ def heuristic_allows(
       (:func:`swap_fits`), and at M in ``PADDED_M`` no unsplit unswapped tile;
     * unswapped, a tile narrower than 64 only as the narrowest that covers N (elsewhere it
       reloads the long operand for too little MMA work);
-    * a K split keeps at least ``MIN_K_PER_SPLIT`` of K, and below ``SPLIT_LONG_K`` of K it
-      splits only a grid whose unsplit CTAs fill less than half of ``num_sms`` (the model
-      undercharges the fp32 partials' traffic and the reduce where the grid is full);
+    * a K split keeps at least ``MIN_K_PER_SPLIT`` of K and splits only a grid whose unsplit
+      CTAs fill less than ``SPLIT_MAX_FILL`` of ``num_sms`` (the model undercharges the fp32
+      partials, their serial epilogue and the reduce where the grid is full);
     * the raster :func:`heuristic_raster` gives (m; a wide swap's by B outgrowing L2 or not).
 
     Waves, tails, split-K against stream-K against a smaller tile: the model decides.
@@ -628,7 +633,7 @@ def heuristic_allows(
         k = cdiv(problem.k, block_k) * block_k
         if k // config.split_k < MIN_K_PER_SPLIT:
             return False
-        if problem.k < SPLIT_LONG_K and 2 * config.tiles(problem) * config.cluster >= num_sms:
+        if config.tiles(problem) * config.cluster >= SPLIT_MAX_FILL * num_sms:
             return False
     return True
 

@@ -205,11 +205,16 @@ def test_heuristic_rules_and_the_cheapest_allowed() -> None:
     assert heuristic_allows(decode, GemmConfig(128, 16, 1, swap_ab=True, split_k=4))
     assert not heuristic_allows(Problem(8, 4096, 1024), GemmConfig(128, 16, 1, True, split_k=4))
     assert not heuristic_allows(Problem(300, 4096, 4096), GemmConfig(raster="n"))
-    # below SPLIT_LONG_K of K a split only where the unsplit grid is under half a wave
+    # at every K a split only where the unsplit grid is under half a wave (SPLIT_MAX_FILL)
     wide = Problem(155, 36864, 7168)  # 288 tiles of 128 x 160: a split only adds partials
     assert not heuristic_allows(wide, GemmConfig(128, 160, 1, swap_ab=True, split_k=2))
     assert heuristic_allows(wide, GemmConfig(128, 160, 1, swap_ab=True))
-    assert heuristic_allows(Problem(155, 36864, 16384), GemmConfig(128, 160, 1, True, split_k=2))
+    wide_long = Problem(155, 36864, 16384)  # a longer K changes nothing
+    assert not heuristic_allows(wide_long, GemmConfig(128, 160, 1, True, split_k=2))
+    long_k = Problem(3198, 4608, 36864)  # 450 tiles of 128 x 256, K long: still no split
+    assert not heuristic_allows(long_k, GemmConfig(128, 256, 1, split_k=2))
+    assert heuristic_allows(Problem(40, 4096, 36864), GemmConfig(64, 256, 1, split_k=4))  # 16
+    assert not heuristic_allows(Problem(8, 53248, 16384), GemmConfig(128, 16, 1, True, split_k=2))
     assert heuristic_allows(Problem(51, 3072, 8192), GemmConfig(64, 128, 1, split_k=4))  # 24 CTAs
     assert not heuristic_allows(Problem(51, 8448, 8192), GemmConfig(64, 128, 1, split_k=4))  # 66
     short = Problem(34, 3584, 4096)  # M in 17..64: the swapped cover or an unswapped wide tile
