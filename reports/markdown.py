@@ -268,8 +268,6 @@ def ceiling_lines(ds: Dataset) -> list[str]:
         "",
         *lines,
         "",
-        "## Every config timed",
-        "",
     ]
 
 
@@ -671,7 +669,16 @@ def report_files(
     back = "[Back to report.md](report.md)"
     linked = {
         "sweep.md": ["# Shape sweep: every shape", "", back, "", *sweep_lines(ds)],
-        "tuning.md": ["# Configs timed", "", back, "", *ceiling_lines(ds), *tuning_lines(ds)],
+        "tuning.md": [
+            "# Configs timed",
+            "",
+            back,
+            "",
+            *ceiling_lines(ds),
+            "## Every config timed",
+            "",
+            *tuning_lines(ds),
+        ],
         "records.md": [
             "# Every timed record",
             "",
