@@ -512,6 +512,16 @@ MIN_K_PER_SPLIT = 512  # a split must keep this much of K, or its reduce costs m
 #: pairs, against 32 of 189 above; but the heuristic weighs a split against every unsplit
 #: config, not only its own tile.
 SPLIT_MAX_FILL = 0.5
+#: At K up to this a K split does not pay either, whatever the fill: in the tuning runs (H200)
+#: a split config beat the fastest unsplit config of its problem at none of CuTeDSL's 59
+#: problems with K <= 8192 (median 1.17-1.44x slower by fill band) and at 5 of Gluon's 56, four
+#: of them decode (M <= 9; Gluon's unsplit covers run slower there). On the spent held-out
+#: seeds the split picks at such K ran at 0.877 of cuBLAS (CuTeDSL, 22 records, 10 below 0.90,
+#: e.g. 161x8192x8192 at 0.804 on the H100) and 0.883 (Gluon, 5 records, 3 below): at K <= 8192
+#: each split's K loop is 64 k-steps or fewer, too short to hide its fp32 partials' store, and
+#: the reduce kernel is a tenth or more of the whole. A kernel whose decode splits do pay
+#: declares the M up to which they still run (``heuristic_allows``'s ``short_k_split_rows``).
+SPLIT_SHORT_K = 8192
 
 
 def swap_cover(problem: Problem) -> int | None:
@@ -589,6 +599,7 @@ def heuristic_allows(
     block_k: int = 64,
     swap_widths: Sequence[int] = SWAP_WIDTHS,
     num_sms: int = HOPPER.num_sms,
+    short_k_split_rows: int = 0,
 ) -> bool:
     """The structural rules every rung-8 heuristic applies before the cost model ranks:
 
@@ -606,7 +617,8 @@ def heuristic_allows(
       reloads the long operand for too little MMA work);
     * a K split keeps at least ``MIN_K_PER_SPLIT`` of K and splits only a grid whose unsplit
       CTAs fill less than ``SPLIT_MAX_FILL`` of ``num_sms`` (the model undercharges the fp32
-      partials, their serial epilogue and the reduce where the grid is full);
+      partials, their serial epilogue and the reduce where the grid is full), and none at
+      K <= ``SPLIT_SHORT_K`` unless M <= ``short_k_split_rows`` (a kernel's own decode rule);
     * the raster :func:`heuristic_raster` gives (m; a wide swap's by B outgrowing L2 or not).
 
     Waves, tails, split-K against stream-K against a smaller tile: the model decides.
@@ -634,6 +646,8 @@ def heuristic_allows(
         if k // config.split_k < MIN_K_PER_SPLIT:
             return False
         if config.tiles(problem) * config.cluster >= SPLIT_MAX_FILL * num_sms:
+            return False
+        if problem.k <= SPLIT_SHORT_K and problem.m > short_k_split_rows:
             return False
     return True
 

@@ -15,6 +15,7 @@ from harness import tile_cost
 from harness.gemm import Problem, cdiv
 from harness.tile_cost import (
     HOPPER,
+    SPLIT_SHORT_K,
     GemmConfig,
     Sample,
     StreamK,
@@ -215,8 +216,18 @@ def test_heuristic_rules_and_the_cheapest_allowed() -> None:
     assert not heuristic_allows(long_k, GemmConfig(128, 256, 1, split_k=2))
     assert heuristic_allows(Problem(40, 4096, 36864), GemmConfig(64, 256, 1, split_k=4))  # 16
     assert not heuristic_allows(Problem(8, 53248, 16384), GemmConfig(128, 16, 1, True, split_k=2))
-    assert heuristic_allows(Problem(51, 3072, 8192), GemmConfig(64, 128, 1, split_k=4))  # 24 CTAs
-    assert not heuristic_allows(Problem(51, 8448, 8192), GemmConfig(64, 128, 1, split_k=4))  # 66
+    assert heuristic_allows(Problem(51, 3072, 13824), GemmConfig(64, 128, 1, split_k=4))  # 24 CTAs
+    assert not heuristic_allows(Problem(51, 8448, 13824), GemmConfig(64, 128, 1, split_k=4))  # 66
+    # at K <= SPLIT_SHORT_K no split at all, but for a kernel's declared decode rows
+    short_k = Problem(51, 3072, SPLIT_SHORT_K)  # 24 CTAs: fill alone would allow it
+    assert not heuristic_allows(short_k, GemmConfig(64, 128, 1, split_k=4))
+    assert not heuristic_allows(short_k, GemmConfig(64, 128, 1, split_k=4), short_k_split_rows=16)
+    decode_short = Problem(9, 5120, 5120)  # 80 tiles of the 64 cover
+    split_cover = GemmConfig(128, 16, 1, swap_ab=True, split_k=2)  # 40 tiles, split in 2
+    assert not heuristic_allows(decode_short, split_cover)
+    assert heuristic_allows(decode_short, split_cover, short_k_split_rows=16)
+    assert heuristic_allows(Problem(161, 8192, 8192), GemmConfig(128, 88, 1, swap_ab=True))
+    assert not heuristic_allows(Problem(161, 8192, 8192), GemmConfig(128, 168, 1, True, split_k=2))
     short = Problem(34, 3584, 4096)  # M in 17..64: the swapped cover or an unswapped wide tile
     assert heuristic_allows(short, GemmConfig(64, 64, 1, swap_ab=True))
     assert not heuristic_allows(short, GemmConfig(64, 32, 1, swap_ab=True))  # 64 covers M
@@ -229,9 +240,10 @@ def test_heuristic_rules_and_the_cheapest_allowed() -> None:
     padded = Problem(69, 4608, 4096)  # 64-row tiles pad 69 rows to 128; one 72-wide column
     assert not heuristic_allows(padded, GemmConfig(64, 128, 1))
     assert heuristic_allows(padded, GemmConfig(64, 128, 1, stream_k=True))  # other schedules
-    fewer = Problem(69, 2048, 4096)  # 32 CTAs unsplit: under half a wave, a split may pay
+    fewer = Problem(69, 2048, 13824)  # 32 CTAs unsplit: under half a wave, a split may pay
     assert heuristic_allows(fewer, GemmConfig(64, 128, 1, split_k=4))
-    assert not heuristic_allows(padded, GemmConfig(64, 128, 1, split_k=4))  # 72 CTAs
+    assert not heuristic_allows(Problem(69, 2048, 4096), GemmConfig(64, 128, 1, split_k=4))
+    assert not heuristic_allows(Problem(69, 4608, 13824), GemmConfig(64, 128, 1, split_k=4))  # 72
     assert heuristic_allows(padded, GemmConfig(64, 72, 1, swap_ab=True, raster="n"))
     assert heuristic_allows(Problem(96, 4608, 4096), GemmConfig(64, 64, 1))  # a quarter
     pick = cheapest(decode, _MENU, _valid, lambda c: heuristic_allows(decode, c))

@@ -510,8 +510,9 @@ def _heuristic(problem: Problem) -> R8Config:
     ``heuristic_allows`` (swap-AB at M <= 64 < N with the narrowest cover, always at M <= 32,
     at M 33..64 against unswapped tiles wider than 64; at M 65..95 no unsplit unswapped tile;
     narrow tiles only as the cover of the short side; splits keeping >= 512 of K, of a grid
-    under half a wave; ``heuristic_raster``'s raster) on a cluster ``HEURISTIC_CLUSTERS``
-    allows. Ties go to the larger tile, then cluster 2, then no split and no stream-K."""
+    under half a wave, at K > 8192; ``heuristic_raster``'s raster) on a cluster
+    ``HEURISTIC_CLUSTERS`` allows. Ties go to the larger tile, then cluster 2, then no split
+    and no stream-K."""
 
     allowed = functools.partial(_allowed, problem)
     return cheapest(problem, MENU, _valid, allowed, block_k=BLOCK_K, model=COST)

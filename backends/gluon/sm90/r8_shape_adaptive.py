@@ -932,7 +932,8 @@ def _heuristic(problem: Problem) -> R8Config:
     """The cheapest config (``harness.tile_cost``) among those ``heuristic_allows``: swap-AB
     at M <= 64 < N (always at M <= 32, at M 33..64 against unswapped tiles wider than 64), no
     unsplit unswapped tile at M 65..95, narrow tiles only as the cover of the short side,
-    splits that keep >= 512 of K of a grid under half a wave, group 8; then
+    splits that keep >= 512 of K of a grid under half a wave and K > 8192 (decode at any K),
+    group 8; then
     ``_one_box_wider``. Ties go to the larger tile, then to cluster 2 (rung 7 at large M x N),
     then to no split and no stream-K."""
 
@@ -944,9 +945,18 @@ def _heuristic(problem: Problem) -> R8Config:
     return pick
 
 
+#: The M up to which the heuristic still splits a K of at most ``SPLIT_SHORT_K``: decode,
+#: where this kernel's unsplit swapped covers run slower than a split's (tuning runs, H200:
+#: 1x4096x4096 0.73x, 2x5120x5120 0.79x, 9x5120x5120 0.96x the fastest unsplit config's time;
+#: 19 rows and up lost, 1.16-1.18x). CuTeDSL's covers won every such problem (0 of its 59).
+SHORT_K_SPLIT_ROWS = 16
+
+
 def _allowed(problem: Problem, c: R8Config) -> bool:
     """The heuristic's rules (``_heuristic``): what it may pick before the model ranks."""
-    return c.group == 8 and heuristic_allows(problem, c, BLOCK_K, SWAP_WIDE)
+    return c.group == 8 and heuristic_allows(
+        problem, c, BLOCK_K, SWAP_WIDE, short_k_split_rows=SHORT_K_SPLIT_ROWS
+    )
 
 
 def _explain(problem: Problem, c: R8Config) -> str:
