@@ -612,6 +612,13 @@ class SweepPanel:
     stats: Mapping[int, SweepStat]
     #: ``sweep``, or a held-out ``random:SEED[:COUNT]`` suite
     suite: str = "sweep"
+    #: The shapes the suite holds: what a complete run times (a run cut short has fewer rows)
+    suite_size: int = 0
+
+    @property
+    def size(self) -> int:
+        """The shapes a complete run of the panel's suite would time (at least the rows)."""
+        return max(self.suite_size, len(self.rows))
 
 
 def sweep_order(p: Problem) -> tuple[int, int, int]:
@@ -705,7 +712,9 @@ def sweep_table(ds: Dataset, suite: str = "sweep") -> list[SweepPanel]:
                     shapes=len(pts),
                     timers=tuple(t for t, _ in timers.most_common()),
                 )
-            panels.append(SweepPanel(backend, dtype, kernels, tuple(rows), stats, suite))
+            panels.append(
+                SweepPanel(backend, dtype, kernels, tuple(rows), stats, suite, len(shapes))
+            )
     return panels
 
 

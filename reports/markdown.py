@@ -450,7 +450,7 @@ def _panel_stats(panel: Any) -> list[str]:
             continue
         md.append(
             f"- r{g} {st.name}: geomean {st.geomean:.1f} % of cuBLAS, worst {st.worst:.1f} % "
-            f"at {_shape(st.worst_problem)} ({st.shapes} of {len(panel.rows)} shapes timed; "
+            f"at {_shape(st.worst_problem)} ({st.shapes} of {panel.size} shapes timed; "
             f"timer {' + '.join(st.timers) or '?'})"
         )
     r7, r8 = SWEEP_RUNGS

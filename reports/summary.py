@@ -264,7 +264,7 @@ def sweeps(ds: Dataset) -> Table | None:
             if st is None:
                 line += ["-", "-"]
                 continue
-            part = f", {st.shapes}/{len(panel.rows)} shapes" if st.shapes < len(panel.rows) else ""
+            part = f", {st.shapes}/{panel.size} shapes" if st.shapes < panel.size else ""
             line += [
                 f"{st.geomean:.1f}",
                 f"{st.worst:.1f} ({st.worst_problem.m}x{st.worst_problem.n}x"

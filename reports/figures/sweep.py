@@ -145,7 +145,7 @@ def _panel(ax: Any, panel: SweepPanel) -> None:
         if st is None:
             lines.append(f"r{rung}: no shape timed")
             continue
-        part = f"; {st.shapes}/{len(rows)} shapes" if st.shapes < len(rows) else ""
+        part = f"; {st.shapes}/{panel.size} shapes" if st.shapes < panel.size else ""
         lines.append(
             f"r{rung} geomean {st.geomean:.0f} %, worst {st.worst:.0f} % "
             f"({shape(st.worst_problem)}{part})"

@@ -148,7 +148,8 @@ def test_report_md_reads_summary_first_then_contents(rendered: Path) -> None:
         and "| 4 persistent | 0.400 (x1.25) | wrong |" in summary
     )
     assert "| total, rung 1 to the last | x10.5 | x15.0 |" in summary
-    assert "| sweep | fp16 | alpha | 103.5 | 96.8 (2048x2048x2048) | - | - |" in summary
+    sweep_row = "| sweep | fp16 | alpha | 103.5 | 96.8 (2048x2048x2048, 2/43 shapes) | - | - |"
+    assert sweep_row in summary  # 2 of the `sweep` suite's 43 shapes timed
     contents = md.split("## Contents")[1].split("\n## ")[0]
     anchors = {anchor(h) for h in heads}
     links = re.findall(r"\]\(#([^)]+)\)", contents)
@@ -496,11 +497,11 @@ def test_shape_sweep_section_and_figure(tmp_path: Path) -> None:
     g7, g8 = _geomean(list(pct[7].values())), _geomean(list(pct[8].values()))
     assert (
         f"- r7 multi_consumer: geomean {g7:.1f} % of cuBLAS, worst {min(pct[7].values()):.1f} % "
-        "at 1x6144x4096 (5 of 5 shapes timed; timer ?)" in md
+        "at 1x6144x4096 (5 of 43 shapes timed; timer ?)" in md
     )
     assert (
         f"- r8 shape_adaptive: geomean {g8:.1f} % of cuBLAS, worst {min(pct[8].values()):.1f} % "
-        "at 1x6144x4096 (4 of 5 shapes timed; timer ?)" in md
+        "at 1x6144x4096 (4 of 43 shapes timed; timer ?)" in md
     )
     assert "- r8 below r7 at 0 of the 4 shapes timed with both" in md
     # unknown backends sort by name: delta's panel comes first
@@ -526,7 +527,7 @@ def test_shape_sweep_section_and_figure(tmp_path: Path) -> None:
     titles = [ax.get_title(loc="left").splitlines() for ax in axes]
     assert [t[0] for t in titles] == ["delta", "gamma"]  # one column per DSL
     assert titles[1][2] == (
-        f"r8 geomean {g8:.0f} %, worst {min(pct[8].values()):.0f} % (1x6144x4096; 4/5 shapes)"
+        f"r8 geomean {g8:.0f} %, worst {min(pct[8].values()):.0f} % (1x6144x4096; 4/43 shapes)"
     )
     assert titles[1][1].startswith(f"r7 geomean {g7:.0f} %") and len(titles[0]) == 2
     ax = axes[1]
@@ -618,7 +619,25 @@ def test_a_later_run_of_a_held_out_shape_leaves_the_suite_panel_as_measured(
     assert [row.problem for row in panel.rows] == sorted(shapes, key=sweep_order)
     (stat,) = panel.stats.values()
     assert stat.worst == pytest.approx(80.0) and stat.worst_problem == shapes[0]
-    assert stat.shapes == 3
+    assert stat.shapes == 3 and panel.size == 3
+
+
+def test_a_held_out_run_cut_short_reads_against_its_suites_size(tmp_path: Path) -> None:
+    """A run that stopped after 2 of a suite's 3 shapes says so in the section, the summary
+    table and the figure's title: its geomean is over 2 shapes, not a complete suite's."""
+    held = "random:9:3"
+    shapes = [Problem(*s) for s in suite_shapes(held)][:2]
+    w = ResultsWriter(tmp_path / "a.json", "bench", {"gpu": "x", "run": {"suites": [held]}})
+    for p in shapes:
+        w.add(bench_record("cublas", 0, p, 0.1))
+        w.add(bench_record("gamma", 8, p, 0.1, config="t", selected=True))
+    w.finish()
+    ds = load_dataset([tmp_path / "a.json"])
+    (panel,) = sweep_table(ds, held)
+    assert len(panel.rows) == 2 and panel.suite_size == panel.size == 3
+    assert "(2 of 3 shapes timed; timer ?)" in "\n".join(sweep_lines(ds))
+    (table,) = [t for t in summary_tables(ds, None) if t.title.startswith("Shape sweep")]
+    assert table.rows[0][6].endswith(", 2/3 shapes)")
 
 
 def _held_out_run(path: Path, suites: list[str], **env: Any) -> Path:
