@@ -516,11 +516,12 @@ SPLIT_MAX_FILL = 0.5
 #: a split config beat the fastest unsplit config of its problem at none of CuTeDSL's 59
 #: problems with K <= 8192 (median 1.14-1.50x slower by fill band) and at 5 of Gluon's 56, four
 #: of them decode (M <= 9; Gluon's unsplit covers run slower there). On the spent held-out
-#: seeds the split picks at such K ran at 0.877 of cuBLAS (CuTeDSL, 22 records, 10 below 0.90,
-#: e.g. 161x8192x8192 at 0.804 on the H100) and 0.883 (Gluon, 5 records, 3 below): at K <= 8192
-#: each split's K loop is 64 k-steps or fewer, too short to hide its fp32 partials' store, and
-#: the reduce kernel is a tenth or more of the whole. A kernel whose decode splits do pay
-#: declares the M up to which they still run (``heuristic_allows``'s ``short_k_split_rows``).
+#: seeds the split picks at such K ran at 0.877 of cuBLAS (CuTeDSL, 22 fp16 and bf16 records,
+#: 10 below 0.90, e.g. 161x8192x8192 at 0.804 on the H100) and 0.883 (Gluon, 5, 3 below): at
+#: K <= 8192 each split's K loop is 64 k-steps or fewer, too short to hide its fp32 partials'
+#: store, and the reduce kernel is a tenth or more of the whole. A kernel whose decode splits
+#: do pay declares the M up to which they still run (``heuristic_allows``'s
+#: ``short_k_split_rows``).
 SPLIT_SHORT_K = 8192
 
 
