@@ -514,7 +514,7 @@ MIN_K_PER_SPLIT = 512  # a split must keep this much of K, or its reduce costs m
 SPLIT_MAX_FILL = 0.5
 #: At K up to this a K split does not pay either, whatever the fill: in the tuning runs (H200)
 #: a split config beat the fastest unsplit config of its problem at none of CuTeDSL's 59
-#: problems with K <= 8192 (median 1.14-1.50x slower by fill band) and at 5 of Gluon's 56, four
+#: problems with K <= 8192 (median 1.14-1.50x slower by fill band) and at 6 of Gluon's 45, five
 #: of them decode (M <= 9; Gluon's unsplit covers run slower there). On the spent held-out
 #: seeds the split picks at such K ran at 0.877 of cuBLAS (CuTeDSL, 22 fp16 and bf16 records,
 #: 10 below 0.90, e.g. 161x8192x8192 at 0.804 on the H100) and 0.883 (Gluon, 5, 3 below): at
