@@ -612,13 +612,12 @@ class SweepPanel:
     stats: Mapping[int, SweepStat]
     #: ``sweep``, or a held-out ``random:SEED[:COUNT]`` suite
     suite: str = "sweep"
-    #: The shapes the suite holds: what a complete run times (a run cut short has fewer rows)
-    suite_size: int = 0
 
     @property
     def size(self) -> int:
-        """The shapes a complete run of the panel's suite would time (at least the rows)."""
-        return max(self.suite_size, len(self.rows))
+        """The shapes a complete run of the panel's suite times (a run cut short has fewer
+        rows)."""
+        return max(len(_suite_set(self.suite)), len(self.rows))
 
 
 def sweep_order(p: Problem) -> tuple[int, int, int]:
@@ -651,7 +650,7 @@ def sweep_table(ds: Dataset, suite: str = "sweep") -> list[SweepPanel]:
     suite's record nor drops the shape from the suite's panel."""
     if suite != "sweep":
         ds = build_dataset(d for d in ds.documents if _ran(d, suite))
-    shapes = frozenset(suite_shapes(suite))
+    shapes = _suite_set(suite)
     recs = [
         r
         for r in ds.bench
@@ -712,9 +711,7 @@ def sweep_table(ds: Dataset, suite: str = "sweep") -> list[SweepPanel]:
                     shapes=len(pts),
                     timers=tuple(t for t, _ in timers.most_common()),
                 )
-            panels.append(
-                SweepPanel(backend, dtype, kernels, tuple(rows), stats, suite, len(shapes))
-            )
+            panels.append(SweepPanel(backend, dtype, kernels, tuple(rows), stats, suite))
     return panels
 
 
