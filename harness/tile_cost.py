@@ -504,24 +504,15 @@ def explain(
 NARROW = (16, 32, 64)  # the tile widths that cover a short side
 MIN_K_PER_SPLIT = 512  # a split must keep this much of K, or its reduce costs more than it saves
 #: A K split pays only where the unsplit tiles fill less than this share of the SMs, at every
-#: K. In the tuning runs (both DSLs, H200), where the grid was fuller, a split config beat the
-#: fastest unsplit config of its problem in 4 of 377 timed pairs (144 problems; all four at
-#: 284x18432x16384 and 171x18432x16384, 2.2 waves, by 4-8 %), median 1.20x slower at
-#: K >= 12288 and 1.44x below. Until CuTeDSL's twentieth version (its README) the rule held
-#: below K = 12288 only, where a split beats the *same* tile unsplit in 5 of 188 of these
-#: pairs, against 32 of 189 above; but the heuristic weighs a split against every unsplit
-#: config, not only its own tile.
+#: K: on a fuller grid the model undercharges the fp32 partials, their serial epilogue and the
+#: reduce, and in the tuning runs a split beat the fastest unsplit config in 4 of 377 such
+#: pairs (evidence: CuTeDSL README, "Twentieth version").
 SPLIT_MAX_FILL = 0.5
-#: At K up to this a K split does not pay either, whatever the fill: in the tuning runs (H200)
-#: a split config beat the fastest unsplit config of its problem at none of CuTeDSL's 59
-#: problems with K <= 8192 (median 1.14-1.50x slower by fill band) and at 6 of Gluon's 45, five
-#: of them decode (M <= 9; Gluon's unsplit covers run slower there). On the spent held-out
-#: seeds the split picks at such K ran at 0.877 of cuBLAS (CuTeDSL, 22 fp16 and bf16 records,
-#: 10 below 0.90, e.g. 161x8192x8192 at 0.804 on the H100) and 0.883 (Gluon, 5, 3 below): at
-#: K <= 8192 each split's K loop is 64 k-steps or fewer, too short to hide its fp32 partials'
-#: store, and the reduce kernel is a tenth or more of the whole. A kernel whose decode splits
-#: do pay declares the M up to which they still run (``heuristic_allows``'s
-#: ``short_k_split_rows``).
+#: Nor at K up to this, whatever the fill: each split's K loop is 64 k-steps or fewer, too
+#: short to hide its fp32 partials' store, and the reduce kernel is a tenth or more of the
+#: whole (tuning runs: a split beat the fastest unsplit config at none of CuTeDSL's 59 such
+#: problems; CuTeDSL README, "Twenty-first version"). A kernel whose decode splits do pay
+#: declares the M up to which they still run (``heuristic_allows``'s ``short_k_split_rows``).
 SPLIT_SHORT_K = 8192
 
 

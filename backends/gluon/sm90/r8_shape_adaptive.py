@@ -946,9 +946,8 @@ def _heuristic(problem: Problem) -> R8Config:
 
 
 #: The M up to which the heuristic still splits a K of at most ``SPLIT_SHORT_K``: decode,
-#: where this kernel's unsplit swapped covers run slower than a split's (tuning runs, H200:
-#: 1x4096x4096 0.73x, 2x5120x5120 0.79x, 9x5120x5120 0.96x the fastest unsplit config's time;
-#: from 19 rows on all but 58x3584x4096, 0.95x, lost). CuTeDSL's splits lost all 59 of its.
+#: where this kernel's unsplit swapped covers run slower than a split's (README, "Seventeenth
+#: version").
 SHORT_K_SPLIT_ROWS = 16
 
 
