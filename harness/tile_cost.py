@@ -592,6 +592,7 @@ def heuristic_allows(
     swap_widths: Sequence[int] = SWAP_WIDTHS,
     num_sms: int = HOPPER.num_sms,
     short_k_split_rows: int = 0,
+    one_column_swap_k: int = 0,
 ) -> bool:
     """The structural rules every rung-8 heuristic applies before the cost model ranks:
 
@@ -604,7 +605,10 @@ def heuristic_allows(
       less MMA work than the cover, the model scores the two alike, and it ran slower in 20
       of 23 timed pairs: "Sixteenth version"); for a longer M (64 < M < N), a wide swapped
       tile only where it fits M tightly among the kernel's ``swap_widths``
-      (:func:`swap_fits`), and at M in ``PADDED_M`` no unsplit unswapped tile;
+      (:func:`swap_fits`), in one column tile at K <= ``one_column_swap_k`` (a kernel whose
+      swapped epilogue does not overlap the next tile's K loop declares that K: up to it the
+      epilogue is too large a share of each tile), and at M in ``PADDED_M`` no unsplit
+      unswapped tile;
     * unswapped, a tile narrower than 64 only as the narrowest that covers N (elsewhere it
       reloads the long operand for too little MMA work);
     * a K split keeps at least ``MIN_K_PER_SPLIT`` of K and splits only a grid whose unsplit
@@ -622,6 +626,8 @@ def heuristic_allows(
         return False  # also refuses a narrow swap where it does not pay (no cover)
     if config.wide_swap and not swap_fits(problem, config.tile_n, swap_widths):
         return False
+    if config.wide_swap and problem.k <= one_column_swap_k and problem.m > config.tile_n:
+        return False  # several column tiles, each paying its serial epilogue on a short K loop
     if not config.swap_ab and cover is not None:
         if problem.m <= 32:
             return False  # unswapped, half or more of a 64-row tile's rows would be padding

@@ -931,3 +931,16 @@ def test_r8_picks_64_row_wide_swaps_only_where_128_rows_leave_sms_idle() -> None
             assert c.cluster == 1, c.name
             assert r8._one_warpgroup_swap_pays(Problem(m, n, k), c), c.name
     assert r8._heuristic(Problem(338, 8192, 8192, "fp16")).tile_m == 128
+
+
+def test_r8_short_k_wide_swaps_take_one_column_only() -> None:
+    """At K <= ONE_COLUMN_SWAP_K (16 k-steps) the serial epilogue of a wide swap is too big a
+    share of each tile for M to run in several column tiles (H200: 1073x32768x512 ran 256x136
+    swapped at 89.0 % of cuBLAS, 128x256 unswapped at 99.9 %); M in one column still swaps,
+    and at K = 1536 the swaps stay (264x24576x1536: 103.0 % against 80.9 %)."""
+    r8 = _r8()
+    for m in (311, 422, 1073, 1255):
+        assert not r8._heuristic(Problem(m, 32768, 512, "fp16")).swap_ab, m
+    assert r8._heuristic(Problem(166, 32768, 512, "fp16")).swap_ab
+    for m in (264, 390, 656):
+        assert r8._heuristic(Problem(m, 24576, 1536, "fp16")).wide_swap, m

@@ -227,6 +227,16 @@ def test_heuristic_rules_and_the_cheapest_allowed() -> None:
     assert not heuristic_allows(decode_short, split_cover)
     assert heuristic_allows(decode_short, split_cover, short_k_split_rows=16)
     assert heuristic_allows(Problem(161, 8192, 8192), GemmConfig(128, 88, 1, swap_ab=True))
+    # at K <= a kernel's one_column_swap_k, a wide swap holds M in one column tile or not at all
+    very_short = Problem(1073, 32768, 512)  # 8 x 136 columns of M
+    several = GemmConfig(256, 136, 1, swap_ab=True, raster="n")
+    assert heuristic_allows(very_short, several)
+    assert not heuristic_allows(very_short, several, one_column_swap_k=1024)
+    longer = Problem(1073, 32768, 1536)  # B outgrows L2 there: raster m
+    assert heuristic_allows(longer, GemmConfig(256, 136, 1, True), one_column_swap_k=1024)
+    one_column = Problem(166, 32768, 512)  # M in one 168-wide column: still allowed
+    one_col = GemmConfig(128, 168, 2, swap_ab=True, raster="n")
+    assert heuristic_allows(one_column, one_col, one_column_swap_k=1024)
     assert not heuristic_allows(Problem(161, 8192, 8192), GemmConfig(128, 168, 1, True, split_k=2))
     short = Problem(34, 3584, 4096)  # M in 17..64: the swapped cover or an unswapped wide tile
     assert heuristic_allows(short, GemmConfig(64, 64, 1, swap_ab=True))

@@ -115,10 +115,11 @@ that are not variants (``_variant``: ``heuristic_raster``, m or a wide swap's by
 8; persistent; the epilogue ``_epilogue_for`` names: rung 7's overlap wherever D
 allows it, stream-K included; swapped, the TMA store for wide tiles and direct stores for narrow
 covers), that ``harness.tile_cost.heuristic_allows`` (swap A and B exactly when M <= 64 < N,
-with tile_n the narrowest of 16/32/64 covering M; narrow tiles only as that cover; splits
-keeping >= 512 of K, of a grid under half a wave), on a cluster ``HEURISTIC_CLUSTERS``
-allows. ``_ranked`` orders the whole menu by the same model for ``bench --tune --tune-top N``;
-a tuned table (``tuned/<gpu>.json``) overrides the heuristic for the exact shapes it holds.
+with tile_n the narrowest of 16/32/64 covering M; narrow tiles only as that cover; a wide
+swap in one column tile only at K <= ``ONE_COLUMN_SWAP_K``; splits keeping >= 512 of K, of a
+grid under half a wave), on a cluster ``HEURISTIC_CLUSTERS`` allows. ``_ranked`` orders the
+whole menu by the same model for ``bench --tune --tune-top N``; a tuned table
+(``tuned/<gpu>.json``) overrides the heuristic for the exact shapes it holds.
 
 TMA loads pass an explicit L2 cache policy (``TMA_CACHE_HINT``, CUTLASS C++'s EVICT_NORMAL):
 CuTeDSL 4.8.1 otherwise emits ``.L2::cache_hint`` with a policy of 0 (SASS ``desc[URZ]``),
@@ -509,20 +510,27 @@ def _heuristic(problem: Problem) -> R8Config:
     """The cheapest config (``harness.tile_cost``) among the non-variants that
     ``heuristic_allows`` (swap-AB at M <= 64 < N with the narrowest cover, always at M <= 32,
     at M 33..64 against unswapped tiles wider than 64; at M 65..95 no unsplit unswapped tile;
-    narrow tiles only as the cover of the short side; splits keeping >= 512 of K, of a grid
-    under half a wave, at K > 8192; ``heuristic_raster``'s raster) on a cluster
-    ``HEURISTIC_CLUSTERS`` allows. Ties go to the larger tile, then cluster 2, then no split
-    and no stream-K."""
+    narrow tiles only as the cover of the short side; a wide swap in one column tile only at
+    K <= ``ONE_COLUMN_SWAP_K``; splits keeping >= 512 of K, of a grid under half a wave, at
+    K > 8192; ``heuristic_raster``'s raster) on a cluster ``HEURISTIC_CLUSTERS`` allows. Ties
+    go to the larger tile, then cluster 2, then no split and no stream-K."""
 
     allowed = functools.partial(_allowed, problem)
     return cheapest(problem, MENU, _valid, allowed, block_k=BLOCK_K, model=COST)
+
+
+#: The K up to which a wide swap may hold M in one column tile only: its epilogue is serial
+#: (``_epilogue_for``: the transposed tile leaves before the next tile's K loop starts), which
+#: at 16 k-steps or fewer is a share of each tile the cost model's per-unit constant does not
+#: see; at 24 (K = 1536) the swaps still win (README, "Twenty-second version").
+ONE_COLUMN_SWAP_K = 1024
 
 
 def _allowed(problem: Problem, c: R8Config) -> bool:
     """The heuristic's rules (``_heuristic``): what it may pick before the model ranks."""
     return (
         not _variant(problem, c)
-        and heuristic_allows(problem, c, BLOCK_K)
+        and heuristic_allows(problem, c, BLOCK_K, one_column_swap_k=ONE_COLUMN_SWAP_K)
         and c.cluster in _heuristic_clusters(c)
         and _one_warpgroup_swap_pays(problem, c)
     )
