@@ -934,10 +934,9 @@ def test_r8_picks_64_row_wide_swaps_only_where_128_rows_leave_sms_idle() -> None
 
 
 def test_r8_short_k_wide_swaps_take_one_column_only() -> None:
-    """At K <= ONE_COLUMN_SWAP_K (16 k-steps) the serial epilogue of a wide swap is too big a
-    share of each tile for M to run in several column tiles (H200: 1073x32768x512 ran 256x136
-    swapped at 89.0 % of cuBLAS, 128x256 unswapped at 99.9 %); M in one column still swaps,
-    and at K = 1536 the swaps stay (264x24576x1536: 103.0 % against 80.9 %)."""
+    """At K <= ONE_COLUMN_SWAP_K (16 k-steps) no wide swap takes M in several column tiles
+    (their serial epilogue is too big a share of each tile); M in one column still swaps, and
+    at K = 1536 the several-column swaps stay (README, "Twenty-second version")."""
     r8 = _r8()
     for m in (311, 422, 1073, 1255):
         assert not r8._heuristic(Problem(m, 32768, 512, "fp16")).swap_ab, m
