@@ -514,6 +514,17 @@ SPLIT_MAX_FILL = 0.5
 #: problems; CuTeDSL README, "Twenty-first version"). A kernel whose decode splits do pay
 #: declares the M up to which they still run (``heuristic_allows``'s ``short_k_split_rows``).
 SPLIT_SHORT_K = 8192
+#: At M <= 32 and K > ``SPLIT_SHORT_K``, no K split where the unsplit 64-row cover (one CTA
+#: per 64 rows of N) fills this share of the SMs or more: each such CTA streams its slice of
+#: the weights at about one SM's rate, and from about this many of them on the unsplit grid
+#: pulls as much from DRAM as the split one, which adds its fp32 partials and the reduce
+#: kernel. The model sees the cover's 64x16 MMA as the bound there and ranks the split ahead.
+#: Measured at N = 4096, K = 14336 (64 CTAs, 0.48 of 132 SMs): 128x16 split 4 ran 0.92-0.95
+#: of cuBLAS in every CuTeDSL run on both GPUs where its 64x16 cover unsplit ran 0.97-1.04
+#: (Gluon: 0.86-0.93 split, 0.93-0.98 unsplit); at N = 3584 (56 CTAs, 0.42) a split ran
+#: even with the unsplit cover at K = 14336 and ahead of it at 18944 (CuTeDSL README,
+#: "Twenty-third version").
+COVER_SPLIT_MAX_FILL = 0.45
 
 
 def swap_cover(problem: Problem) -> int | None:
@@ -614,7 +625,9 @@ def heuristic_allows(
     * a K split keeps at least ``MIN_K_PER_SPLIT`` of K and splits only a grid whose unsplit
       CTAs fill less than ``SPLIT_MAX_FILL`` of ``num_sms`` (the model undercharges the fp32
       partials, their serial epilogue and the reduce where the grid is full), and none at
-      K <= ``SPLIT_SHORT_K`` unless M <= ``short_k_split_rows`` (a kernel's own decode rule);
+      K <= ``SPLIT_SHORT_K`` unless M <= ``short_k_split_rows`` (a kernel's own decode rule),
+      and none at M <= 32 < ``SPLIT_SHORT_K`` < K where the unsplit 64-row cover fills
+      ``COVER_SPLIT_MAX_FILL`` of the SMs;
     * the raster :func:`heuristic_raster` gives (m; a wide swap's by B outgrowing L2 or not).
 
     Waves, tails, split-K against stream-K against a smaller tile: the model decides.
@@ -647,6 +660,10 @@ def heuristic_allows(
             return False
         if problem.k <= SPLIT_SHORT_K and problem.m > short_k_split_rows:
             return False
+        if problem.m <= 32 < SPLIT_SHORT_K < problem.k and cdiv(problem.n, 64) >= (
+            COVER_SPLIT_MAX_FILL * num_sms
+        ):
+            return False  # the unsplit cover streams the weights as fast, without a reduce
     return True
 
 

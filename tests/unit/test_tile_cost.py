@@ -203,7 +203,15 @@ def test_heuristic_rules_and_the_cheapest_allowed() -> None:
     decode = Problem(8, 4096, 14336)
     assert not heuristic_allows(decode, GemmConfig(128, 32, 1, swap_ab=True))  # 16 covers M
     assert not heuristic_allows(decode, GemmConfig(128, 128, 1))  # M = 8 must swap
-    assert heuristic_allows(decode, GemmConfig(128, 16, 1, swap_ab=True, split_k=4))
+    split_cover = GemmConfig(128, 16, 1, swap_ab=True, split_k=4)
+    assert heuristic_allows(Problem(8, 3584, 14336), split_cover)  # 56 cover CTAs of 132
+    # the unsplit 64-row cover fills COVER_SPLIT_MAX_FILL of the SMs: it streams as fast
+    assert cdiv(decode.n, 64) >= tile_cost.COVER_SPLIT_MAX_FILL * 132 > cdiv(3584, 64)
+    assert not heuristic_allows(decode, split_cover)
+    assert heuristic_allows(decode, GemmConfig(64, 16, 1, swap_ab=True))
+    assert not heuristic_allows(Problem(29, 4608, 36864), GemmConfig(128, 32, 1, True, split_k=2))
+    assert heuristic_allows(Problem(40, 4096, 36864), GemmConfig(64, 256, 1, split_k=4))  # M > 32
+    assert heuristic_allows(Problem(8, 4096, 8192), split_cover, short_k_split_rows=16)  # short K
     assert not heuristic_allows(Problem(8, 4096, 1024), GemmConfig(128, 16, 1, True, split_k=4))
     assert not heuristic_allows(Problem(300, 4096, 4096), GemmConfig(raster="n"))
     # at every K a split only where the unsplit grid is under half a wave (SPLIT_MAX_FILL)
@@ -256,8 +264,11 @@ def test_heuristic_rules_and_the_cheapest_allowed() -> None:
     assert not heuristic_allows(Problem(69, 4608, 13824), GemmConfig(64, 128, 1, split_k=4))  # 72
     assert heuristic_allows(padded, GemmConfig(64, 72, 1, swap_ab=True, raster="n"))
     assert heuristic_allows(Problem(96, 4608, 4096), GemmConfig(64, 64, 1))  # a quarter
+    narrower = Problem(8, 3584, 14336)
+    pick = cheapest(narrower, _MENU, _valid, lambda c: heuristic_allows(narrower, c))
+    assert pick == GemmConfig(128, 16, 1, swap_ab=True, split_k=4)  # 28 tiles, long K
     pick = cheapest(decode, _MENU, _valid, lambda c: heuristic_allows(decode, c))
-    assert pick == GemmConfig(128, 16, 1, swap_ab=True, split_k=4)  # 32 tiles, long K
+    assert pick.swap_ab and pick.split_k == 1  # 64 cover CTAs: no split
     with pytest.raises(ValueError, match="no allowed config"):
         cheapest(decode, _MENU, _valid, lambda c: False)
 
