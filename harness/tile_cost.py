@@ -517,13 +517,14 @@ SPLIT_SHORT_K = 8192
 #: At M <= 32 and K > ``SPLIT_SHORT_K``, no K split where the unsplit 64-row cover (one CTA
 #: per 64 rows of N) fills this share of the SMs or more: each such CTA streams its slice of
 #: the weights at about one SM's rate, and from about this many of them on the unsplit grid
-#: pulls as much from DRAM as the split one, which adds its fp32 partials and the reduce
-#: kernel. The model sees the cover's 64x16 MMA as the bound there and ranks the split ahead.
-#: Measured at N = 4096, K = 14336 (64 CTAs, 0.48 of 132 SMs): 128x16 split 4 ran 0.92-0.95
-#: of cuBLAS in every CuTeDSL run on both GPUs where its 64x16 cover unsplit ran 0.97-1.04
-#: (Gluon: 0.86-0.93 split, 0.93-0.98 unsplit); at N = 3584 (56 CTAs, 0.42) a split ran
-#: even with the unsplit cover at K = 14336 and ahead of it at 18944 (CuTeDSL README,
-#: "Twenty-third version").
+#: pulls as much from DRAM as a split one, which adds its fp32 partials and the reduce kernel.
+#: The model sees the cover's 64x16 MMA as the bound there and ranks the split ahead. At N =
+#: 4096, K = 14336 (64 CTAs) 128x16 split 4 ran 0.92-0.95 of cuBLAS in every CuTeDSL run on
+#: both GPUs where the 64x16 cover unsplit ran 0.97-1.04 (Gluon: 0.86-0.93 split, 0.93-0.98
+#: unsplit); forced side by side on an H100 the unsplit cover took 8-12 % less time at 64 and
+#: 72 CTAs (N = 4096, 4608). At 56 (N = 3584) it did on the H100 too, but on the H200, whose
+#: DRAM outpaces 56 SMs' streams, it tied the best split (CuTeDSL README, "Twenty-third
+#: version"): the share stays above it.
 COVER_SPLIT_MAX_FILL = 0.45
 
 

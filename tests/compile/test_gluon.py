@@ -484,8 +484,10 @@ def test_r8_select_on_the_sweep():
         c = r8.KERNEL.select(Problem(s, s, s))
         assert (c.tile_m, c.tile_n, c.cluster, c.split_k) == (128, 256, 2, 1), c.name
     assert chosen[Problem(1, 4096, 4096)].split_k == 1  # 64 tiles stream the weights
-    assert chosen[Problem(1, 4096, 14336)].split_k > 1  # 32 tiles of 128 rows, K = 14336
-    assert chosen[Problem(16, 4096, 14336)].split_k > 1
+    # at K = 14336 too: 64 cover CTAs fill COVER_SPLIT_MAX_FILL of the SMs; 56 do not
+    assert chosen[Problem(1, 4096, 14336)].split_k == 1
+    assert chosen[Problem(16, 4096, 14336)].split_k == 1
+    assert r8.KERNEL.select(Problem(16, 3584, 14336)).split_k > 1  # 28 tiles of 128 rows
     assert chosen[Problem(128, 4096, 14336)].ctas(Problem(128, 4096, 14336)) >= 128
     assert chosen[Problem(1, 57344, 8192)].split_k == 1  # 448 tiles: no need to split
     small = chosen[Problem(1024, 1024, 1024)]
