@@ -575,7 +575,7 @@ def test_r8_select_on_the_sweep() -> None:
     assert kernel.select(Problem(2048, 2048, 2048, "fp16")) == rung7
     # Decode with few output tiles and long K: split-K fills the SMs; with a short K the
     # reduce costs more than the 64 unsplit 64x16 tiles lose (measured on an H200), and from
-    # 0.45 of the SMs (N = 4096: 64 of 132) the unsplit cover streams as fast at any K.
+    # 0.45 of the SMs (N = 4096: 64 of 132) the unsplit cover wins at long K too (H100 A/B).
     assert kernel.select(Problem(1, 3584, 14336, "fp16")).split_k > 1
     assert kernel.select(Problem(1, 4096, 14336, "fp16")).split_k == 1
     assert kernel.select(Problem(16, 4096, 4096, "fp16")).split_k == 1
