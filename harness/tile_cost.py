@@ -627,7 +627,7 @@ def heuristic_allows(
       CTAs fill less than ``SPLIT_MAX_FILL`` of ``num_sms`` (the model undercharges the fp32
       partials, their serial epilogue and the reduce where the grid is full), and none at
       K <= ``SPLIT_SHORT_K`` unless M <= ``short_k_split_rows`` (a kernel's own decode rule),
-      and none at M <= 32 < ``SPLIT_SHORT_K`` < K where the unsplit 64-row cover fills
+      and none at M <= 32 and K > ``SPLIT_SHORT_K`` where the unsplit 64-row cover fills
       ``COVER_SPLIT_MAX_FILL`` of the SMs;
     * the raster :func:`heuristic_raster` gives (m; a wide swap's by B outgrowing L2 or not).
 
@@ -661,10 +661,9 @@ def heuristic_allows(
             return False
         if problem.k <= SPLIT_SHORT_K and problem.m > short_k_split_rows:
             return False
-        if problem.m <= 32 < SPLIT_SHORT_K < problem.k and cdiv(problem.n, 64) >= (
-            COVER_SPLIT_MAX_FILL * num_sms
-        ):
-            return False  # the unsplit cover streams the weights as fast, without a reduce
+        if problem.m <= 32 and problem.k > SPLIT_SHORT_K:
+            if cdiv(problem.n, 64) >= COVER_SPLIT_MAX_FILL * num_sms:  # the cover's CTAs
+                return False  # the unsplit cover streams the weights as fast, without a reduce
     return True
 
 

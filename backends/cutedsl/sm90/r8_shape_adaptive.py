@@ -117,9 +117,9 @@ allows it, stream-K included; swapped, the TMA store for wide tiles and direct s
 covers), that ``harness.tile_cost.heuristic_allows`` (swap A and B exactly when M <= 64 < N,
 with tile_n the narrowest of 16/32/64 covering M; narrow tiles only as that cover; a wide
 swap in one column tile only at K <= ``ONE_COLUMN_SWAP_K``; splits keeping >= 512 of K, of a
-grid under half a wave, and of decode only where the 64-row cover leaves over 0.55 of the SMs
-idle), on a cluster ``HEURISTIC_CLUSTERS`` allows. ``_ranked`` orders the
-whole menu by the same model for ``bench --tune --tune-top N``; a tuned table
+grid under half a wave, and of decode only where the 64-row cover fills less than
+``COVER_SPLIT_MAX_FILL`` of the SMs), on a cluster ``HEURISTIC_CLUSTERS`` allows. ``_ranked``
+orders the whole menu by the same model for ``bench --tune --tune-top N``; a tuned table
 (``tuned/<gpu>.json``) overrides the heuristic for the exact shapes it holds.
 
 TMA loads pass an explicit L2 cache policy (``TMA_CACHE_HINT``, CUTLASS C++'s EVICT_NORMAL):
@@ -513,7 +513,8 @@ def _heuristic(problem: Problem) -> R8Config:
     at M 33..64 against unswapped tiles wider than 64; at M 65..95 no unsplit unswapped tile;
     narrow tiles only as the cover of the short side; a wide swap in one column tile only at
     K <= ``ONE_COLUMN_SWAP_K``; splits keeping >= 512 of K, of a grid under half a wave, at
-    K > 8192, and at M <= 32 only where the 64-row cover leaves over 0.55 of the SMs idle;
+    K > 8192, and at M <= 32 only where the 64-row cover fills less than
+    ``COVER_SPLIT_MAX_FILL`` of the SMs;
     ``heuristic_raster``'s raster) on a cluster ``HEURISTIC_CLUSTERS`` allows. Ties
     go to the larger tile, then cluster 2, then no split and no stream-K."""
 

@@ -933,7 +933,8 @@ def _heuristic(problem: Problem) -> R8Config:
     at M <= 64 < N (always at M <= 32, at M 33..64 against unswapped tiles wider than 64), no
     unsplit unswapped tile at M 65..95, narrow tiles only as the cover of the short side,
     splits that keep >= 512 of K of a grid under half a wave and K > 8192 (decode at any K;
-    at M <= 32 and K > 8192 only where the 64-row cover leaves over 0.55 of the SMs idle),
+    at M <= 32 and K > 8192 only where the 64-row cover fills less than
+    ``COVER_SPLIT_MAX_FILL`` of the SMs),
     group 8; then
     ``_one_box_wider``. Ties go to the larger tile, then to cluster 2 (rung 7 at large M x N),
     then to no split and no stream-K."""
