@@ -65,7 +65,8 @@ class GemmConfig(KernelConfig):
     """Rung 8's knobs, the same in every backend.
 
     ``tile_m`` x ``tile_n`` is one CTA's output tile in the kernel's view: ``tile_m`` rows on
-    the wgmma M side (64 = one consumer warpgroup, 128 = two, 256 = two of 128 rows each),
+    the wgmma M side (64 = one consumer warpgroup, 128 = two, 192 = three, 256 = two of 128
+    rows each),
     ``tile_n`` columns on the wgmma N side. With ``swap_ab`` the kernel computes D^T = B A^T,
     so its rows run along D's N and its columns along D's M (small M on the narrow side).
     ``cluster`` CTAs stack along the rows and share the B tile by TMA multicast. ``split_k``

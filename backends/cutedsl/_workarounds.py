@@ -27,7 +27,11 @@
    layout itself is well formed (``cute.select`` of its first two modes gives the same
    one-stage layout, and TMA and wgmma take it). Rung 8's wide swapped tiles have such widths
    (``SWAP_WIDE``: M's share rounded to the wgmma N step of 8), so it takes a stage's layout
-   with :func:`stage_layout`. Seen compiling offline (no GPU needed); not reported upstream yet.
+   with :func:`stage_layout`. The same abort hit the TMA-store atom of the 192-row swapped
+   tiles' M-major epilogue buffers (192 rows x 8 columns, eight stages; 192 rows are 24
+   groups of 8, an even count, so the trigger is wider than the odd counts above), so the
+   shared epilogue (``sm90/_epilogue.tma_store_atom``) takes its stage with it too. Seen
+   compiling offline (no GPU needed); not reported upstream yet.
 """
 
 from __future__ import annotations

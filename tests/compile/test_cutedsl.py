@@ -288,6 +288,30 @@ R8_PATHS = {
         (_DIRECT,),
         1,
     ),
+    # 192 rows of N a CTA: three consumer warpgroups of 64 rows (152 registers each), M = 410
+    # in four columns of 104 (cuBLAS's tile at this shape), in pairs
+    "swap_wide_192_cluster2": (
+        Problem(410, 6144, 4096, "fp16"),
+        "tile_m=192,tile_n=104,cluster=2,swap_ab=1,split_k=1,epilogue=serial,group=8",
+        ("wgmma.mma_async.sync.aligned.m64n104k16", _TMA_LOAD, _MULTICAST, _TMA_STORE, _ST_T2),
+        (_DIRECT,),
+        1,
+    ),
+    # ... the widest, 160, alone, and the narrowest, 72, on a ragged N (direct stores)
+    "swap_wide_192_n160": (
+        Problem(301, 6144, 4096, "fp16"),
+        "tile_m=192,tile_n=160,cluster=1,swap_ab=1,split_k=1,epilogue=serial,group=8",
+        ("wgmma.mma_async.sync.aligned.m64n160k16", _TMA_LOAD, _TMA_STORE, _ST_T4),
+        (_DIRECT, _MULTICAST),
+        1,
+    ),
+    "swap_wide_192_n72_ragged": (
+        Problem(141, 5003, 1000, "bf16"),
+        "tile_m=192,tile_n=72,cluster=2,swap_ab=1,split_k=1,epilogue=serial,group=8",
+        ("wgmma.mma_async.sync.aligned.m64n72k16", _TMA_LOAD, _MULTICAST, _DIRECT),
+        (_TMA_STORE,),
+        1,
+    ),
     # 128 rows, the one column of M = 165 split four ways (216 k-tiles: 54 a split)
     "swap_wide_split4": (
         Problem(165, 5120, 13824, "bf16"),
@@ -428,7 +452,8 @@ def test_r8_code_paths_compile(path: str) -> None:
     assert str(_r8().TMA_CACHE_HINT) in ptx, f"{config.name}: TMA loads lack the L2 policy"
     dec = re.findall(r"setmaxnreg\.dec\.sync\.aligned\.u32\s+(\d+)", ptx)
     inc = re.findall(r"setmaxnreg\.inc\.sync\.aligned\.u32\s+(\d+)", ptx)
-    assert dec == ["40"] and inc == ["232"]
+    # Three consumer warpgroups (192 rows) share what the producer leaves: 152 each.
+    assert dec == ["40"] and inc == ["152" if config.tile_m == 192 else "232"]
     _assert_ptxas_clean(ptx, config.name)
 
 
@@ -906,14 +931,23 @@ def test_r8_menu_fits_shared_memory() -> None:
         for epilogue, want in zip(("serial", "direct"), stages, strict=True):
             swap = r8.R8Config(*tile, 1, swap_ab=True, epilogue=epilogue)
             assert r8.Gemm(HOPPER.num_sms, True, swap).num_stages == want, (tile, epilogue)
+    # 192 rows: three warpgroups of 64 rows, sub-tiles of 192 rows (one m64 block each); 192x104
+    # (37 KiB a stage, 24 KiB of 8-column buffers) five deep, as cuBLAS's 192x104_64x5; 192x160
+    # (44 KiB, two 32-column buffers) four.
+    for width, stages in ((104, 5), (160, 4)):
+        swap = r8.R8Config(192, width, 2, swap_ab=True, epilogue="serial")
+        g = r8.Gemm(HOPPER.num_sms, True, swap)
+        assert (g.num_consumers, g.consumer_regs, g.epi_tile[0]) == (3, 152, 192), swap.name
+        assert g.num_stages == stages, swap.name
     # 105 curated entries, 212 wide swapped tiles (24 widths, 72..256 in the wgmma N step of
     # 8, x 64 rows x cluster 1, 2 or split 2 and x 128 rows x cluster 1, 2 or split 2, 3, 4;
     # 10 widths, 72..144, x 256 rows x cluster 1 or 2) and their 212 raster-n twins, 29
     # ungrouped twins of the data-parallel ones: 558; then each unsplit swapped tile's two
     # ways out of D (TMA store, direct): 767 (the count before swapped stream-K); then the
     # 128-row wide swaps' stream-K twins (24 widths x cluster 1 or 2) in both rasters, 96
-    # more: 863
-    assert len(r8.MENU) <= 870, "a curated menu, not a cartesian product"
+    # more: 863; then the 192-row wide swaps (12 widths, 72..160, x cluster 1 or 2, the TMA
+    # store only) in both rasters, 48 more: 911
+    assert len(r8.MENU) <= 920, "a curated menu, not a cartesian product"
 
 
 def test_r8_picks_64_row_wide_swaps_only_where_128_rows_leave_sms_idle() -> None:
@@ -933,6 +967,20 @@ def test_r8_picks_64_row_wide_swaps_only_where_128_rows_leave_sms_idle() -> None
             assert c.cluster == 1, c.name
             assert r8._one_warpgroup_swap_pays(Problem(m, n, k), c), c.name
     assert r8._heuristic(Problem(338, 8192, 8192, "fp16")).tile_m == 128
+
+
+def test_r8_192_row_tiles_are_tuned_not_picked() -> None:
+    """The 192-row swapped tiles are on the menu (``bench --tune`` and ``--config`` run them;
+    the model ranks 192x104 first among the menu at 410x6144x4096, where cuBLAS runs it) but no
+    heuristic pick until a GPU has timed them: at that shape the pick stays 128x208."""
+    r8 = _r8()
+    problem = Problem(410, 6144, 4096, "fp16")
+    tiles = [c for c in r8.MENU if c.tile_m == 192]
+    assert tiles and all(c.wide_swap and c.tile_n <= r8.SWAP_WIDE_192 for c in tiles)
+    assert r8._ranked(problem)[0].label == "192x104 swap"
+    assert r8._heuristic(problem).label == "128x208 swap"
+    shapes = [*expand(["sweep"]), problem, Problem(442, 6144, 6144, "fp16")]
+    assert all(r8._heuristic(p).tile_m != 192 for p in shapes)
 
 
 def test_r8_short_k_wide_swaps_take_one_column_only() -> None:

@@ -171,7 +171,7 @@ def test_wide_swapped_tiles_are_correct(spec: KernelSpec, shard: str | None) -> 
         n
         for n in swapped
         if _values(n)["tile_n"] in WIDE
-        and _values(n)["tile_m"] != "256"
+        and _values(n)["tile_m"] in ("64", "128")
         and int(_values(n)["split_k"]) <= 2
         and _serial(n)
     ]
@@ -264,6 +264,29 @@ def test_wide_swaps_of_256_rows_are_correct(spec: KernelSpec, shard: str | None)
     want = {(w, c, r) for w in WIDE_256 for c in ("1", "2") for r in ("m", "n")}
     assert found == want, f"{spec.id}: 256-row tiles missing {sorted(want - found)}"
     _check_forced(spec, names, ["ragged", *MID_M], shard)
+
+
+#: Widths of the 192-row wide swaps checked: the narrowest, cuBLAS's 104 at 410x6144x4096 (an
+#: 8-column epilogue sub-tile), the widest (``SWAP_WIDE_192``, 160: 32-column sub-tiles).
+WIDE_192 = ("72", "104", "160")
+
+
+@pytest.mark.parametrize("spec", SPECS, ids=[s.id for s in SPECS])
+def test_wide_swaps_of_192_rows_are_correct(spec: KernelSpec, shard: str | None) -> None:
+    """Every wide swapped config with 192 rows a CTA (three consumer warpgroups of 64 rows,
+    one m64 block each, under a smaller register share) at the ``WIDE_192`` widths, both
+    clusters and rasters, on ragged and mid-M shapes (several row tiles a CTA, N % 8 != 0's
+    direct stores). A backend without 192-row tiles has nothing to check here."""
+    names = [
+        n for n in _menu(spec) if _values(n)["swap_ab"] == "1" and _values(n)["tile_m"] == "192"
+    ]
+    if not names:
+        pytest.skip(f"not applicable: {spec.id} has no 192-row swapped tile")
+    names = [n for n in names if _values(n)["tile_n"] in WIDE_192 and _serial(n)]
+    found = {(_values(n)["tile_n"], _values(n)["cluster"], _values(n)["raster"]) for n in names}
+    want = {(w, c, r) for w in WIDE_192 for c in ("1", "2") for r in ("m", "n")}
+    assert found == want, f"{spec.id}: 192-row tiles missing {sorted(want - found)}"
+    _check_forced(spec, names, ["ragged", *MID_M, "410x6144x4096"], shard)
 
 
 #: Widths of the wide swaps checked split three and four ways (128 rows): the narrowest and

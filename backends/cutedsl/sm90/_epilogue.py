@@ -18,7 +18,8 @@ sub-tile costs no more synchronization than rung 7's 32-column one.
 A sub-tile's registers are found by a flat index, ``e * sub_len + v``: the accumulators'
 register order runs over the columns first, then over the MMA's blocks of rows, and the
 sub-tiles are walked in that order (``epi_grid``), so a sub-tile may span at most one block of
-rows (64 rows a consumer warpgroup; rung 8's 256-row tiles take 128-row sub-tiles).
+rows (64 rows a consumer warpgroup; rung 8's 256-row tiles take 128-row sub-tiles, its 192-row
+tiles, three warpgroups of one block each, 192-row ones).
 
 Barriers of the TMA-store path (per sub-tile; ``threads`` are the threads that hold
 accumulators, one warpgroup or two):
@@ -45,6 +46,8 @@ import cutlass.cute as cute
 import cutlass.pipeline as pipeline
 from cutlass.cute.nvgpu import cpasync, warp
 
+from backends.cutedsl._workarounds import stage_layout
+
 
 def tma_store_atom(
     mD: cute.Tensor, sD_layout: cute.ComposedLayout, epi_tile: tuple[int, int], tma_store: bool
@@ -53,7 +56,7 @@ def tma_store_atom(
     direct-store path."""
     if tma_store:
         return cpasync.make_tiled_tma_atom(
-            cpasync.CopyBulkTensorTileS2GOp(), mD, cute.slice_(sD_layout, (None, None, 0)), epi_tile
+            cpasync.CopyBulkTensorTileS2GOp(), mD, stage_layout(sD_layout), epi_tile
         )
     return mD, mD
 

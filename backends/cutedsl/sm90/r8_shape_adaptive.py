@@ -7,10 +7,11 @@ a cluster) and makes its shape a config (``R8Config``: ``harness.tile_cost.GemmC
 knobs every DSL's rung 8 shares, plus ``persistent`` and ``epilogue``):
 
 * ``tile_m`` x ``tile_n``: the CTA tile on the wgmma M x N sides. ``tile_m`` is 64 (one consumer
-  warpgroup), 128 (two, as rung 7) or 256 (two of 128 rows each; wide swaps up to 144 columns
-  only); ``tile_n`` 16 to 256 (the wgmma N; 16 and 32 only swapped;
-  160 for N = 10240, which 128-wide tiles quantize badly; 192, a step between 128 and 256 for
-  tile counts that fill the last wave better).
+  warpgroup), 128 (two, as rung 7), 192 (three of 64 rows at 152 registers a thread; wide
+  swaps of 72 to 160 columns only, not yet picked by the heuristic) or 256 (two of 128 rows
+  each; wide swaps up to 144 columns only); ``tile_n`` 16 to 256 (the wgmma N; 16 and 32
+  only swapped; 160 for N = 10240, which 128-wide tiles quantize badly; 192, a step between
+  128 and 256 for tile counts that fill the last wave better).
 * ``cluster``: 1, or 2 CTAs along M sharing the B tile by TMA multicast (rung 7).
 * ``swap_ab``: compute D^T[N, M] = B A^T. Small M then sits on the wgmma N side (n16 / n32 /
   n64, the narrowest that covers M) and N fills the M side (64 or 128 rows a CTA); A and B
@@ -70,6 +71,8 @@ at some widths, e.g. 128x72 8 instead of 9):
     64xW, 128xW, 256xW  (rows + W) x 128 B  8 / 16 / 16 KiB   min(12, what fits)   (wide
                  swaps, W = 72..256, 72..144 at 256 rows: 64x144 26 KiB, 8 stages either
                  way; 128x72 25 KiB, 8 / 9; 128x256 48 KiB, 4; 256x144 50 KiB, 4)
+    192xW       (192 + W) x 128 B  24 KiB (two rounds of 32 columns of 192-row sub-tiles)
+                 W = 72..160: 192x72 33 KiB, 6 / 6; 192x104 37 KiB, 5 / 6; 192x160 44 KiB, 4 / 5
 
 Barriers (as rung 7; one pair per stage, counts are arrivals per phase):
 
@@ -181,7 +184,11 @@ MAX_STAGES_SWAP = 12
 EPI_N = 32  # epilogue sub-tile width (tile_m x 32, one TMA store)
 MAX_EPI_STAGES = 4  # epilogue buffers in flight
 PRODUCER_REGS = 40  # setmaxnreg.dec for the producer warpgroup
-CONSUMER_REGS = 232  # setmaxnreg.inc for the consumer warpgroups
+CONSUMER_REGS = 232  # setmaxnreg.inc for the consumer warpgroups (one or two of them)
+# Three consumers (192 rows) share the SM's 64K registers four warpgroups ways: 40 x 128 for
+# the producer leaves 157 a consumer thread, rounded down to setmaxnreg's step of 8. Asking for
+# more would leave setmaxnreg.inc waiting for registers no warpgroup gives back.
+CONSUMER_REGS_3 = 152
 THREADS_PER_WG = 128
 MAX_CONSUMERS = 2  # consumer warpgroups a CTA: 64 rows each, or 128 in a 256-row tile
 EPI_STORE_WARP = THREADS_PER_WG // 32  # first warp of the first consumer issues TMA stores
@@ -226,6 +233,11 @@ SWAP_WIDE = tuple(range(max(NARROW) + SWAP_ALIGN, 256 + 1, SWAP_ALIGN))
 #: accumulators (two m64nW blocks) beside the direct store's addresses, within the consumers'
 #: 232 registers up to W = 144 (152 spills 36 bytes, 192 380: ptxas 13.0).
 SWAP_WIDE_256 = 144
+#: The widest swapped tile with 192 rows (three consumer warpgroups of 64 rows, one m64nW block
+#: each: W / 2 fp32 accumulators a thread within ``CONSUMER_REGS_3``), and its narrowest: M in
+#: two to four columns of 72..160, where N / 192 row tiles fill a wave that N / 128 overfill or
+#: N / 256 leave part-empty (cuBLAS's 192x104 at 410x6144x4096: 32 x 4 = 128 CTAs).
+SWAP_WIDE_192 = 160
 #: K splits of the wide swapped tiles per row count (cluster 1; ``_menu``). 256 rows are not
 #: split: split 2-4 ways they were correct and slower wherever the model ranked them (H200
 #: tune, backend README "Ninth version": 72x10240x8192 256x72 split 3 102.5 % of cuBLAS,
@@ -294,6 +306,16 @@ def _menu() -> tuple[R8Config, ...]:
         if tn <= SWAP_WIDE_256:
             for c in (1, 2):
                 menu += _swap_epilogues(R8Config(256, tn, c, swap_ab=True))
+    # 192 rows of N a CTA (three consumer warpgroups of 64 rows), the row count cuBLAS runs at
+    # mid M on both GPUs (``nvjet_sm90_hsh_192x104`` / ``192x112`` / ``192x80``; README,
+    # "Twenty-fourth version"): a third row count between 128 and 256 whose tile count fills
+    # the wave where theirs do not. The TMA store only (the wide swaps' way out of D).
+    menu += [
+        R8Config(192, tn, c, swap_ab=True, epilogue="serial")
+        for tn in SWAP_WIDE
+        if tn <= SWAP_WIDE_192
+        for c in (1, 2)
+    ]
     # Stream-K over wide swapped tiles of 128 rows: a mid-size M whose row tiles (N / 128)
     # leave the last wave part-empty (155x36864x7168 as 128x160: 288 tiles, 2.18 waves) runs
     # the tail's k-iterations on every SM instead (README, "Nineteenth version").
@@ -388,7 +410,11 @@ def _heuristic_clusters(c: R8Config) -> tuple[int, ...]:
     at 7 of 9 tuning shapes, e.g. 140x5120x4096 64x144: 95.9 % of cuBLAS alone, 88.4 % as a
     pair), the others per ``HEURISTIC_CLUSTERS``; none for a K split of 128x160, which ran at
     68-77 % of cuBLAS wherever it was timed, far under the model's estimate (README,
-    "Fifteenth version")."""
+    "Fifteenth version"); none for the 192-row tiles until a GPU has timed them (the cost
+    model prices them as 128-row tiles of their width: ``bench --tune`` and ``--config`` run
+    them, the heuristic does not; README, "Twenty-fourth version")."""
+    if c.tile_m == 192:
+        return ()
     if c.wide_swap:
         return (1, 2) if c.tile_m >= 128 else (1,)
     if (c.tile_m, c.tile_n) == (128, 160) and c.split_k > 1:
@@ -576,8 +602,14 @@ class Gemm:
         self.tile_m, self.tile_n = config.tile_m, config.tile_n
         # One consumer warpgroup per 64 rows, at most two: a 256-row tile gives each 128 rows
         # (two m64 wgmma a k-block), as 512 consumer threads would get 128 registers each
-        # (the file's C7602 note) and four 64-row warpgroups the same accumulators.
-        self.num_consumers = min(MAX_CONSUMERS, config.tile_m // 64)
+        # (the file's C7602 note) and four 64-row warpgroups the same accumulators. A 192-row
+        # tile takes three (one m64 block each; 192 = 1.5 blocks of 128 would not divide),
+        # within ``CONSUMER_REGS_3``.
+        if config.tile_m == 192:
+            self.num_consumers, self.consumer_regs = 3, CONSUMER_REGS_3
+        else:
+            self.num_consumers = min(MAX_CONSUMERS, config.tile_m // 64)
+            self.consumer_regs = CONSUMER_REGS
         self.num_threads = (1 + self.num_consumers) * THREADS_PER_WG
         self.cluster_m = config.cluster
         self.cluster_mn = (config.cluster, 1)
@@ -1059,7 +1091,7 @@ class Gemm:
 
         # -- consumer warpgroups: wgmma over the ring, then the epilogue --------------------
         if wg_idx > 0:
-            cute.arch.setmaxregister_increase(CONSUMER_REGS)
+            cute.arch.setmaxregister_increase(self.consumer_regs)
             consumer_tidx = tidx - THREADS_PER_WG
             thr_mma = tiled_mma.get_slice(consumer_tidx)
             tCrA = tiled_mma.make_fragment_A(thr_mma.partition_A(sA))
