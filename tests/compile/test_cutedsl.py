@@ -336,11 +336,21 @@ R8_PATHS = {
         (_MULTICAST,),
         1,
     ),
+    # unswapped split-K, N % 8 == 0: an interior tile's partial in 8-byte pairs, an edge
+    # tile's predicated one fp32 at a time
     "split_k": (
         Problem(256, 256, 16384, "fp16"),
         "tile_m=128,tile_n=128,split_k=4,swap_ab=0,group=8",
-        ("wgmma.mma_async.sync.aligned.m64n128k16", "st.global.b32", "ld.global.b32"),
+        ("wgmma.mma_async.sync.aligned.m64n128k16", _SK_PARTIAL, "st.global.b32", "ld.global.b32"),
         (_TMA_STORE, _MULTICAST),
+        2,
+    ),
+    # ... N % 8 != 0 (rows not 8-byte aligned): every partial predicated, one fp32 at a time
+    "split_k_ragged_n": (
+        Problem(130, 4100, 14336, "fp16"),
+        "tile_m=64,tile_n=128,cluster=1,split_k=2,swap_ab=0,group=8,epilogue=serial",
+        ("wgmma.mma_async.sync.aligned.m64n128k16", "st.global.b32", "ld.global.b32"),
+        (_SK_PARTIAL, _TMA_STORE, _MULTICAST),
         2,
     ),
     "tile_64x64_cluster2": (

@@ -289,6 +289,25 @@ def test_wide_swaps_of_192_rows_are_correct(spec: KernelSpec, shard: str | None)
     _check_forced(spec, names, ["ragged", *MID_M, "410x6144x4096"], shard)
 
 
+#: Shapes for the unswapped split-K partials: N % 8 == 0 with interior tiles and edge tiles on
+#: both sides (300 rows, 4104 columns), a `sweep` shape of whole tiles, and the ragged suite's
+#: N % 8 != 0 (every partial predicated).
+SPLIT_SHAPES = ["ragged", "300x4104x2048", "128x4096x14336"]
+
+
+@pytest.mark.parametrize("spec", SPECS, ids=[s.id for s in SPECS])
+def test_unswapped_split_partials_are_correct(spec: KernelSpec, shard: str | None) -> None:
+    """Every unswapped split-K config: each split's fp32 partial written whole where the tile is
+    inside the matrix (CuTeDSL: 8-byte pairs) and predicated on its edge, the reduce summing
+    them, on ``SPLIT_SHAPES``. A backend without unswapped splits has nothing to check here."""
+    names = [
+        n for n in _menu(spec) if _values(n)["swap_ab"] == "0" and int(_values(n)["split_k"]) > 1
+    ]
+    if not names:
+        pytest.skip(f"not applicable: {spec.id} splits no unswapped tile")
+    _check_forced(spec, names, SPLIT_SHAPES, shard)
+
+
 #: Widths of the wide swaps checked split three and four ways (128 rows): the narrowest and
 #: one with an odd number of 8-row groups (defect 2 above).
 WIDE_SPLIT = ("72", "168")

@@ -592,6 +592,29 @@ def store_partial(thr_mma, acc: cute.Tensor, mW: cute.Tensor, tile_mn, row_tile:
     cute.autovec_copy(acc, tCgW)
 
 
+@cute.jit
+def store_split_partial(
+    thr_mma,
+    acc: cute.Tensor,
+    mW: cute.Tensor,
+    tile_mn,
+    tile_m: cutlass.Int32,
+    tile_n: cutlass.Int32,
+):
+    """An unswapped tile's fp32 split-K partial into its row-major workspace slice (rows of
+    N % 8 == 0 elements). A thread's accumulators pair up along a row (wgmma's C fragment:
+    columns 2t, 2t + 1), so an interior tile leaves in 8-byte stores, a warp's four threads of a
+    row filling one 32-byte sector; ``store_direct``'s 4-byte stores, one column of the pair
+    each, half-filled it, and the split ran 0.63-0.97x of Gluon's identical configs, whose
+    partials leave by TMA (README, "Twenty-fifth version"). Edge tiles stay predicated."""
+    rows, cols = mW.shape
+    if (tile_m + 1) * tile_mn[0] <= rows and (tile_n + 1) * tile_mn[1] <= cols:
+        tCgW = thr_mma.partition_C(cute.local_tile(mW, tile_mn, (tile_m, tile_n)))
+        cute.autovec_copy(acc, tCgW)
+    else:
+        store_direct(thr_mma, acc, mW, tile_mn, tile_m, tile_n, cutlass.Float32)
+
+
 # -- the kernel ------------------------------------------------------------------------------
 class Gemm:
     """D[M, N] = A[M, K] @ B[N, K].T for one ``R8Config``: persistent (or not) warp-specialized
@@ -734,7 +757,10 @@ class Gemm:
             if cutlass.const_expr(self.swap):
                 w_layout = cute.make_layout((rows, cols, self.split_k), stride=(1, n, mn))
             else:
-                w_layout = cute.make_layout((rows, cols, self.split_k), stride=(n, 1, mn))
+                # Rows of N % 8 == 0 fp32 are 32-byte aligned: said so, the interior tiles'
+                # partials leave in 8-byte pairs (``store_split_partial``).
+                ld_w = cute.assume(n, divby=8) if self.tma_store else n
+                w_layout = cute.make_layout((rows, cols, self.split_k), stride=(ld_w, 1, m * ld_w))
             mW = cute.make_tensor(w_ptr, w_layout)
 
         # MMA: num_consumers warpgroups stacked along M, each m64 x tile_n over 64 rows; a
@@ -1187,7 +1213,12 @@ class Gemm:
                     if cutlass.const_expr(self.split_k > 1):
                         # fp32 partial into this split's workspace slice, predicated on the edge.
                         mW_s = mW[(None, None, split)]
-                        store_direct(thr_mma, acc, mW_s, tile_mn, tile_m, tile_n, cutlass.Float32)
+                        if cutlass.const_expr(self.swap or not self.tma_store):
+                            store_direct(
+                                thr_mma, acc, mW_s, tile_mn, tile_m, tile_n, cutlass.Float32
+                            )
+                        else:
+                            store_split_partial(thr_mma, acc, mW_s, tile_mn, tile_m, tile_n)
                     elif cutlass.const_expr(self.overlap):
                         rD_tile.store(acc.load().to(self.dtype))
                         prev_m, prev_n = tile_m, tile_n
