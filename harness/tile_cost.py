@@ -66,9 +66,9 @@ class GemmConfig(KernelConfig):
 
     ``tile_m`` x ``tile_n`` is one CTA's output tile in the kernel's view: ``tile_m`` rows on
     the wgmma M side (64 = one consumer warpgroup, 128 = two, 192 = three, 256 = two of 128
-    rows each),
-    ``tile_n`` columns on the wgmma N side. With ``swap_ab`` the kernel computes D^T = B A^T,
-    so its rows run along D's N and its columns along D's M (small M on the narrow side).
+    rows each), ``tile_n`` columns on the wgmma N side. With ``swap_ab`` the kernel computes
+    D^T = B A^T, so its rows run along D's N and its columns along D's M (small M on the
+    narrow side).
     ``cluster`` CTAs stack along the rows and share the B tile by TMA multicast. ``split_k``
     splits every tile's K range evenly (fp32 partials, then a reduction); ``stream_k`` keeps
     whole tiles for the full waves and spreads the last, partial wave's k-iterations over

@@ -23,7 +23,9 @@ knobs every DSL's rung 8 shares, plus ``persistent`` and ``epilogue``):
 * ``split_k``: the k-tiles are divided evenly over ``split_k`` work units per output tile (the
   scheduler's L mode). Each writes its fp32 partial tile to its own slice of a workspace
   (``split_k`` x M x N fp32, allocated when the launcher is built, never in the launch);
-  every element of every slice is written exactly once, so nothing is zeroed. A second small
+  every element of every slice is written exactly once, so nothing is zeroed (an unswapped
+  tile inside the matrix in 8-byte pairs where N % 8 == 0: ``store_split_partial``, whose
+  docstring says why; the others one predicated fp32 at a time). A second small
   CuTeDSL kernel (``reduce``) then sums the slices in the order 0, 1, ... and writes D once:
   deterministic, no atomics.
 * ``stream_k``: whole waves of tiles as data-parallel work, and the last, part-empty wave's
@@ -605,7 +607,7 @@ def store_split_partial(
     N % 8 == 0 elements). A thread's accumulators pair up along a row (wgmma's C fragment:
     columns 2t, 2t + 1), so an interior tile leaves in 8-byte stores, a warp's four threads of a
     row filling one 32-byte sector; ``store_direct``'s 4-byte stores, one column of the pair
-    each, half-filled it, and the split ran 0.63-0.97x of Gluon's identical configs, whose
+    each, half-filled it, and the split ran 0.73-0.97x of Gluon's identical configs, whose
     partials leave by TMA (README, "Twenty-fifth version"). Edge tiles stay predicated."""
     rows, cols = mW.shape
     if (tile_m + 1) * tile_mn[0] <= rows and (tile_n + 1) * tile_mn[1] <= cols:
