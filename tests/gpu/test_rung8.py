@@ -275,33 +275,43 @@ WIDE_192 = ("72", "104", "160")
 def test_wide_swaps_of_192_rows_are_correct(spec: KernelSpec, shard: str | None) -> None:
     """Every wide swapped config with 192 rows a CTA (three consumer warpgroups of 64 rows,
     one m64 block each, under a smaller register share) at the ``WIDE_192`` widths, both
-    clusters and rasters, on ragged and mid-M shapes (several row tiles a CTA, N % 8 != 0's
-    direct stores). A backend without 192-row tiles has nothing to check here."""
+    clusters, raster m (raster n walks the same tiles in another order, the scheduler's code
+    every swapped tile shares), on ragged and mid-M shapes (several row tiles a CTA,
+    N % 8 != 0's direct stores). A backend without 192-row tiles has nothing to check here."""
     names = [
         n for n in _menu(spec) if _values(n)["swap_ab"] == "1" and _values(n)["tile_m"] == "192"
     ]
     if not names:
         pytest.skip(f"not applicable: {spec.id} has no 192-row swapped tile")
-    names = [n for n in names if _values(n)["tile_n"] in WIDE_192 and _serial(n)]
-    found = {(_values(n)["tile_n"], _values(n)["cluster"], _values(n)["raster"]) for n in names}
-    want = {(w, c, r) for w in WIDE_192 for c in ("1", "2") for r in ("m", "n")}
+    names = [
+        n
+        for n in names
+        if _values(n)["tile_n"] in WIDE_192 and _values(n)["raster"] == "m" and _serial(n)
+    ]
+    found = {(_values(n)["tile_n"], _values(n)["cluster"]) for n in names}
+    want = {(w, c) for w in WIDE_192 for c in ("1", "2")}
     assert found == want, f"{spec.id}: 192-row tiles missing {sorted(want - found)}"
     _check_forced(spec, names, ["ragged", *MID_M, "410x6144x4096"], shard)
 
 
 #: Shapes for the unswapped split-K partials: N % 8 == 0 with interior tiles and edge tiles on
-#: both sides (300 rows, 4104 columns), a `sweep` shape of whole tiles, and the ragged suite's
-#: N % 8 != 0 (every partial predicated).
-SPLIT_SHAPES = ["ragged", "300x4104x2048", "128x4096x14336"]
+#: both sides (300 rows, 4104 columns), a `sweep` shape of whole tiles, and N % 8 != 0 (every
+#: partial predicated).
+SPLIT_SHAPES = ["300x4104x2048", "128x4096x14336", "200x4099x2048"]
 
 
 @pytest.mark.parametrize("spec", SPECS, ids=[s.id for s in SPECS])
 def test_unswapped_split_partials_are_correct(spec: KernelSpec, shard: str | None) -> None:
-    """Every unswapped split-K config: each split's fp32 partial written whole where the tile is
-    inside the matrix (CuTeDSL: 8-byte pairs) and predicated on its edge, the reduce summing
-    them, on ``SPLIT_SHAPES``. A backend without unswapped splits has nothing to check here."""
+    """The unswapped split-K configs the heuristics pick from (128 or 256 columns, split 2 or
+    4): each split's fp32 partial written whole where the tile is inside the matrix (CuTeDSL:
+    8-byte pairs) and predicated on its edge, the reduce summing them, on ``SPLIT_SHAPES``. A
+    backend without unswapped splits has nothing to check here."""
     names = [
-        n for n in _menu(spec) if _values(n)["swap_ab"] == "0" and int(_values(n)["split_k"]) > 1
+        n
+        for n in _menu(spec)
+        if _values(n)["swap_ab"] == "0"
+        and _values(n)["split_k"] in ("2", "4")
+        and _values(n)["tile_n"] in ("128", "256")
     ]
     if not names:
         pytest.skip(f"not applicable: {spec.id} splits no unswapped tile")
