@@ -240,6 +240,31 @@ def test_swapped_tma_store_epilogues_are_correct(spec: KernelSpec, shard: str | 
     _check_forced(spec, names, SWAP_EPILOGUE_SHAPES, shard)
 
 
+def _wide_swaps_of(
+    spec: KernelSpec, rows: str, widths: tuple[str, ...], rasters: tuple[str, ...]
+) -> list[str]:
+    """``spec``'s unsplit wide swapped configs of ``rows`` rows a CTA (serial epilogue) at
+    ``widths`` in ``rasters``, asserted present for both clusters; a skip where the backend has
+    no swapped tile of that many rows."""
+    names = [
+        n for n in _menu(spec) if _values(n)["swap_ab"] == "1" and _values(n)["tile_m"] == rows
+    ]
+    if not names:
+        pytest.skip(f"not applicable: {spec.id} has no {rows}-row swapped tile")
+    names = [
+        n
+        for n in names
+        if _values(n)["tile_n"] in widths
+        and _values(n)["raster"] in rasters
+        and _values(n)["split_k"] == "1"
+        and _serial(n)
+    ]
+    found = {(_values(n)["tile_n"], _values(n)["cluster"], _values(n)["raster"]) for n in names}
+    want = {(w, c, r) for w in widths for c in ("1", "2") for r in rasters}
+    assert found == want, f"{spec.id}: {rows}-row tiles missing {sorted(want - found)}"
+    return names
+
+
 #: Widths of the 256-row wide swaps checked: the narrowest, an odd multiple of 8 (defect 2
 #: above), the widest (``SWAP_WIDE_256``, 144 in both rung 8s).
 WIDE_256 = ("72", "136", "144")
@@ -250,19 +275,7 @@ def test_wide_swaps_of_256_rows_are_correct(spec: KernelSpec, shard: str | None)
     """Every wide swapped config with 256 rows a CTA (two consumer warpgroups of 128 rows each,
     so each thread holds two m64 blocks of accumulators) at the ``WIDE_256`` widths, both
     clusters and rasters. A backend without 256-row tiles has nothing to check here."""
-    names = [
-        n for n in _menu(spec) if _values(n)["swap_ab"] == "1" and _values(n)["tile_m"] == "256"
-    ]
-    if not names:
-        pytest.skip(f"not applicable: {spec.id} has no 256-row swapped tile")
-    names = [
-        n
-        for n in names
-        if _values(n)["tile_n"] in WIDE_256 and _values(n)["split_k"] == "1" and _serial(n)
-    ]
-    found = {(_values(n)["tile_n"], _values(n)["cluster"], _values(n)["raster"]) for n in names}
-    want = {(w, c, r) for w in WIDE_256 for c in ("1", "2") for r in ("m", "n")}
-    assert found == want, f"{spec.id}: 256-row tiles missing {sorted(want - found)}"
+    names = _wide_swaps_of(spec, "256", WIDE_256, ("m", "n"))
     _check_forced(spec, names, ["ragged", *MID_M], shard)
 
 
@@ -278,19 +291,7 @@ def test_wide_swaps_of_192_rows_are_correct(spec: KernelSpec, shard: str | None)
     clusters, raster m (raster n walks the same tiles in another order, the scheduler's code
     every swapped tile shares), on ragged and mid-M shapes (several row tiles a CTA,
     N % 8 != 0's direct stores). A backend without 192-row tiles has nothing to check here."""
-    names = [
-        n for n in _menu(spec) if _values(n)["swap_ab"] == "1" and _values(n)["tile_m"] == "192"
-    ]
-    if not names:
-        pytest.skip(f"not applicable: {spec.id} has no 192-row swapped tile")
-    names = [
-        n
-        for n in names
-        if _values(n)["tile_n"] in WIDE_192 and _values(n)["raster"] == "m" and _serial(n)
-    ]
-    found = {(_values(n)["tile_n"], _values(n)["cluster"]) for n in names}
-    want = {(w, c) for w in WIDE_192 for c in ("1", "2")}
-    assert found == want, f"{spec.id}: 192-row tiles missing {sorted(want - found)}"
+    names = _wide_swaps_of(spec, "192", WIDE_192, ("m",))
     _check_forced(spec, names, ["ragged", *MID_M, "410x6144x4096"], shard)
 
 
