@@ -192,7 +192,9 @@ CONSUMER_REGS = 232  # setmaxnreg.inc for the consumer warpgroups (one or two of
 # more would leave setmaxnreg.inc waiting for registers no warpgroup gives back.
 CONSUMER_REGS_3 = 152
 THREADS_PER_WG = 128
-MAX_CONSUMERS = 2  # consumer warpgroups a CTA: 64 rows each, or 128 in a 256-row tile
+# Consumer warpgroups a CTA of 64, 128 or 256 rows: 64 rows each, or 128 in a 256-row tile (a
+# 192-row tile takes three of 64 rows, under ``CONSUMER_REGS_3``).
+MAX_CONSUMERS = 2
 EPI_STORE_WARP = THREADS_PER_WG // 32  # first warp of the first consumer issues TMA stores
 MAX_GRID_Z = 65535  # a non-persistent grid puts its clusters on grid.z
 REDUCE_THREADS, REDUCE_VEC = 256, 4  # split-K reduce: threads a block, elements a thread
