@@ -267,7 +267,7 @@ R8_PATHS = {
     # widths that are multiples of 8, not 16 (the wgmma N step): M = 667 as 4 x 168, in pairs
     "swap_wide_n168_cluster2": (
         Problem(667, 4096, 14336, "fp16"),
-        "cluster=2",
+        "tile_m=128,tile_n=168,cluster=2",  # the pick: 192x112 (132 tiles, one wave)
         ("wgmma.mma_async.sync.aligned.m64n168k16", _TMA_LOAD, _MULTICAST, _TMA_STORE, _ST_T2),
         (_DIRECT,),
         1,
@@ -979,18 +979,25 @@ def test_r8_picks_64_row_wide_swaps_only_where_128_rows_leave_sms_idle() -> None
     assert r8._heuristic(Problem(338, 8192, 8192, "fp16")).tile_m == 128
 
 
-def test_r8_192_row_tiles_are_tuned_not_picked() -> None:
-    """The 192-row swapped tiles are on the menu (``bench --tune`` and ``--config`` run them;
-    the model ranks 192x104 first among the menu at 410x6144x4096, where cuBLAS runs it) but no
-    heuristic pick until a GPU has timed them: at that shape the pick stays 128x208."""
+def test_r8_picks_192_row_tiles_alone_in_one_wave_at_widths_timed() -> None:
+    """The heuristic picks a 192-row swapped tile alone, 104 or 112 wide (the widths a tuning
+    run timed at three shapes or more), and only where its tiles fit one wave: 410x6144x4096
+    (cuBLAS's 192x104: 32 x 4 = 128 tiles) and 436x6144x6144 take one (H200: 192x104 103.9 %
+    of cuBLAS at 400x6144x4096 against the previous pick's 85.9 %); 300x14336x4096 (225 tiles)
+    keeps 128x152 (100.0 % against 192x104's 97.3 %), and no `sweep` pick moves."""
     r8 = _r8()
-    problem = Problem(410, 6144, 4096, "fp16")
     tiles = [c for c in r8.MENU if c.tile_m == 192]
     assert tiles and all(c.wide_swap and c.tile_n <= r8.SWAP_WIDE_192 for c in tiles)
-    assert r8._ranked(problem)[0].label == "192x104 swap"
-    assert r8._heuristic(problem).label == "128x208 swap"
-    shapes = [*expand(["sweep"]), problem, Problem(442, 6144, 6144, "fp16")]
-    assert all(r8._heuristic(p).tile_m != 192 for p in shapes)
+    for c in tiles:
+        want = (1,) if c.tile_n in r8.ROWS_192_PICKED else ()
+        assert r8._heuristic_clusters(c) == want, c.name
+    assert r8._heuristic(Problem(410, 6144, 4096, "fp16")).label == "192x104 swap"
+    assert r8._heuristic(Problem(436, 6144, 6144, "fp16")).label == "192x112 swap"
+    many = Problem(300, 14336, 4096, "fp16")
+    assert r8._ranked(many)[0].tile_m == 192  # the model alone would take it
+    assert not r8._three_warpgroup_swap_pays(many, r8._ranked(many)[0])
+    assert r8._heuristic(many).label == "128x152 swap"
+    assert all(r8._heuristic(p).tile_m != 192 for p in expand(["sweep"]))
 
 
 def test_r8_short_k_wide_swaps_take_one_column_only() -> None:

@@ -242,6 +242,12 @@ SWAP_WIDE_256 = 144
 #: two to four columns of 72..160, where N / 192 row tiles fill a wave that N / 128 overfill or
 #: N / 256 leave part-empty (cuBLAS's 192x104 at 410x6144x4096: 32 x 4 = 128 CTAs).
 SWAP_WIDE_192 = 160
+#: The 192-row widths the heuristic picks: those a tuning run timed at three shapes or more
+#: (``COST``'s 192-row efficiencies; README, "Twenty-sixth version"). The others run through
+#: ``bench --tune`` and ``--config`` only: 120..160 were timed once each, at 84-94 % of cuBLAS
+#: where the pick ran 100-105 %, too few timings to fit an efficiency the whole M range may
+#: trust; 72..96 not at all.
+ROWS_192_PICKED = (104, 112)
 #: K splits of the wide swapped tiles per row count (cluster 1; ``_menu``). 256 rows are not
 #: split: split 2-4 ways they were correct and slower wherever the model ranked them (H200
 #: tune, backend README "Ninth version": 72x10240x8192 256x72 split 3 102.5 % of cuBLAS,
@@ -414,11 +420,11 @@ def _heuristic_clusters(c: R8Config) -> tuple[int, ...]:
     at 7 of 9 tuning shapes, e.g. 140x5120x4096 64x144: 95.9 % of cuBLAS alone, 88.4 % as a
     pair), the others per ``HEURISTIC_CLUSTERS``; none for a K split of 128x160, which ran at
     68-77 % of cuBLAS wherever it was timed, far under the model's estimate (README,
-    "Fifteenth version"); none for the 192-row tiles until a GPU has timed them (the cost
-    model prices them as 128-row tiles of their width: ``bench --tune`` and ``--config`` run
-    them, the heuristic does not; README, "Twenty-fourth version")."""
+    "Fifteenth version"); a 192-row tile alone, and only a width a tuning run timed
+    (``ROWS_192_PICKED``): its pair ran no faster at any of five shapes (H200: 208x12288x4096
+    192x104 105.3 % of cuBLAS alone, 99.2 % as a pair; README, "Twenty-sixth version")."""
     if c.tile_m == 192:
-        return ()
+        return (1,) if c.tile_n in ROWS_192_PICKED else ()
     if c.wide_swap:
         return (1, 2) if c.tile_m >= 128 else (1,)
     if (c.tile_m, c.tile_n) == (128, 160) and c.split_k > 1:
@@ -434,6 +440,18 @@ def _one_warpgroup_swap_pays(problem: Problem, c: R8Config, num_sms: int = DEFAU
     if not (c.wide_swap and c.tile_m == 64):
         return True
     return dataclasses.replace(c, tile_m=128).ctas(problem) < num_sms // 2
+
+
+def _three_warpgroup_swap_pays(
+    problem: Problem, c: R8Config, num_sms: int = DEFAULT_NUM_SMS
+) -> bool:
+    """A 192-row tile only where its tiles fit one wave: what it buys is a wave the 128- and
+    256-row tiles leave part-empty (400x6144x4096: 128 tiles of 192x104, 96 of 128x200; 103.9
+    against 85.9 % of cuBLAS). Over two waves or more the 128-row pick ran faster at each shape
+    timed (300x14336x4096: 128x152 100.0 %, 192x104 97.3 %; 900x7168x4096: 100.1 against
+    90.7 %), where the model's 192-row efficiency, fitted mostly on one-wave shapes, ranked
+    the 192-row tile first (README, "Twenty-sixth version")."""
+    return c.tile_m != 192 or c.ctas(problem) <= num_sms
 
 
 def _epilogue_for(problem: Problem, c: R8Config) -> str:
@@ -527,6 +545,16 @@ COST = HOPPER.with_params(
         "eff:256x128": 0.6284,
         "eff:256x136": 0.7079,
         "eff:256x144": 0.7033,
+        # 192 rows (twenty-sixth version): ``fit-cost ... --only 'eff:192x1*'`` on
+        # ``tune-r8-rows192-cutedsl-h200-20261128`` (9 tuning shapes, M 180-900; every other
+        # constant as before); the heuristic picks 104 and 112 only (``ROWS_192_PICKED``).
+        "eff:192x104": 0.8035,
+        "eff:192x112": 0.8035,
+        "eff:192x120": 0.7157,
+        "eff:192x128": 0.7944,
+        "eff:192x136": 0.7079,
+        "eff:192x152": 0.7441,
+        "eff:192x160": 0.7396,
     }
 )
 
@@ -566,6 +594,7 @@ def _allowed(problem: Problem, c: R8Config) -> bool:
         and heuristic_allows(problem, c, BLOCK_K, one_column_swap_k=ONE_COLUMN_SWAP_K)
         and c.cluster in _heuristic_clusters(c)
         and _one_warpgroup_swap_pays(problem, c)
+        and _three_warpgroup_swap_pays(problem, c)
     )
 
 
