@@ -8,7 +8,8 @@ knobs every DSL's rung 8 shares, plus ``persistent`` and ``epilogue``):
 
 * ``tile_m`` x ``tile_n``: the CTA tile on the wgmma M x N sides. ``tile_m`` is 64 (one consumer
   warpgroup), 128 (two, as rung 7), 192 (three of 64 rows at 152 registers a thread; wide
-  swaps of 72 to 160 columns only, not yet picked by the heuristic) or 256 (two of 128 rows
+  swaps of 72 to 160 columns only, picked 104 or 112 wide where their tiles fill one wave)
+  or 256 (two of 128 rows
   each; wide swaps up to 144 columns only); ``tile_n`` 16 to 256 (the wgmma N; 16 and 32
   only swapped; 160 for N = 10240, which 128-wide tiles quantize badly; 192, a step between
   128 and 256 for tile counts that fill the last wave better).
@@ -573,8 +574,9 @@ def _heuristic(problem: Problem) -> R8Config:
     K <= ``ONE_COLUMN_SWAP_K``; splits keeping >= 512 of K, of a grid under half a wave, at
     K > 8192, and at M <= 32 only where the 64-row cover fills less than
     ``COVER_SPLIT_MAX_FILL`` of the SMs;
-    ``heuristic_raster``'s raster) on a cluster ``HEURISTIC_CLUSTERS`` allows. Ties
-    go to the larger tile, then cluster 2, then no split and no stream-K."""
+    ``heuristic_raster``'s raster) on a cluster ``_heuristic_clusters`` allows; a 64-row wide
+    swap only where its 128-row twin leaves half the SMs idle, a 192-row one only in one
+    wave. Ties go to the larger tile, then cluster 2, then no split and no stream-K."""
 
     allowed = functools.partial(_allowed, problem)
     return cheapest(problem, MENU, _valid, allowed, block_k=BLOCK_K, model=COST)
