@@ -988,10 +988,12 @@ def test_r8_picks_192_row_tiles_alone_in_one_wave_at_widths_timed() -> None:
     r8 = _r8()
     tiles = [c for c in r8.MENU if c.tile_m == 192]
     assert tiles and all(c.wide_swap and c.tile_n <= r8.SWAP_WIDE_192 for c in tiles)
+    one_wave = Problem(410, 6144, 4096, "fp16")
     for c in tiles:
-        want = (1,) if c.tile_n in r8.ROWS_192_PICKED else ()
-        assert r8._heuristic_clusters(c) == want, c.name
-    assert r8._heuristic(Problem(410, 6144, 4096, "fp16")).label == "192x104 swap"
+        assert r8._heuristic_clusters(c) == (1,), c.name
+        want = c.tile_n in r8.ROWS_192_PICKED and c.ctas(one_wave) <= HOPPER.num_sms
+        assert r8._three_warpgroup_swap_pays(one_wave, c) == want, c.name
+    assert r8._heuristic(one_wave).label == "192x104 swap"
     assert r8._heuristic(Problem(436, 6144, 6144, "fp16")).label == "192x112 swap"
     many = Problem(300, 14336, 4096, "fp16")
     assert r8._ranked(many)[0].tile_m == 192  # the model alone would take it

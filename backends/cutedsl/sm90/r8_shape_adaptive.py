@@ -8,11 +8,10 @@ knobs every DSL's rung 8 shares, plus ``persistent`` and ``epilogue``):
 
 * ``tile_m`` x ``tile_n``: the CTA tile on the wgmma M x N sides. ``tile_m`` is 64 (one consumer
   warpgroup), 128 (two, as rung 7), 192 (three of 64 rows at 152 registers a thread; wide
-  swaps of 72 to 160 columns only, picked 104 or 112 wide where their tiles fill one wave)
-  or 256 (two of 128 rows
-  each; wide swaps up to 144 columns only); ``tile_n`` 16 to 256 (the wgmma N; 16 and 32
-  only swapped; 160 for N = 10240, which 128-wide tiles quantize badly; 192, a step between
-  128 and 256 for tile counts that fill the last wave better).
+  swaps of 72 to 160 columns only, picked 104 or 112 wide where their tiles fill one wave) or
+  256 (two of 128 rows each; wide swaps up to 144 columns only); ``tile_n`` 16 to 256 (the
+  wgmma N; 16 and 32 only swapped; 160 for N = 10240, which 128-wide tiles quantize badly;
+  192, a step between 128 and 256 for tile counts that fill the last wave better).
 * ``cluster``: 1, or 2 CTAs along M sharing the B tile by TMA multicast (rung 7).
 * ``swap_ab``: compute D^T[N, M] = B A^T. Small M then sits on the wgmma N side (n16 / n32 /
   n64, the narrowest that covers M) and N fills the M side (64 or 128 rows a CTA); A and B
@@ -421,11 +420,11 @@ def _heuristic_clusters(c: R8Config) -> tuple[int, ...]:
     at 7 of 9 tuning shapes, e.g. 140x5120x4096 64x144: 95.9 % of cuBLAS alone, 88.4 % as a
     pair), the others per ``HEURISTIC_CLUSTERS``; none for a K split of 128x160, which ran at
     68-77 % of cuBLAS wherever it was timed, far under the model's estimate (README,
-    "Fifteenth version"); a 192-row tile alone, and only a width a tuning run timed
-    (``ROWS_192_PICKED``): its pair ran no faster at any of five shapes (H200: 208x12288x4096
-    192x104 105.3 % of cuBLAS alone, 99.2 % as a pair; README, "Twenty-sixth version")."""
+    "Fifteenth version"); a 192-row tile alone: its pair ran no faster at any of five shapes
+    (H200: 208x12288x4096 192x104 105.3 % of cuBLAS alone, 99.2 % as a pair; README,
+    "Twenty-sixth version"; its widths and waves: ``_three_warpgroup_swap_pays``)."""
     if c.tile_m == 192:
-        return (1,) if c.tile_n in ROWS_192_PICKED else ()
+        return (1,)
     if c.wide_swap:
         return (1, 2) if c.tile_m >= 128 else (1,)
     if (c.tile_m, c.tile_n) == (128, 160) and c.split_k > 1:
@@ -446,13 +445,16 @@ def _one_warpgroup_swap_pays(problem: Problem, c: R8Config, num_sms: int = DEFAU
 def _three_warpgroup_swap_pays(
     problem: Problem, c: R8Config, num_sms: int = DEFAULT_NUM_SMS
 ) -> bool:
-    """A 192-row tile only where its tiles fit one wave: what it buys is a wave the 128- and
-    256-row tiles leave part-empty (400x6144x4096: 128 tiles of 192x104, 96 of 128x200; 103.9
-    against 85.9 % of cuBLAS). Over two waves or more the 128-row pick ran faster at each shape
-    timed (300x14336x4096: 128x152 100.0 %, 192x104 97.3 %; 900x7168x4096: 100.1 against
-    90.7 %), where the model's 192-row efficiency, fitted mostly on one-wave shapes, ranked
-    the 192-row tile first (README, "Twenty-sixth version")."""
-    return c.tile_m != 192 or c.ctas(problem) <= num_sms
+    """A 192-row tile only at a width a tuning run timed (``ROWS_192_PICKED``) and only where
+    its tiles fit one wave: what it buys is a wave the 128- and 256-row tiles leave part-empty
+    (400x6144x4096: 128 tiles of 192x104, 96 of 128x200; 103.9 against 85.9 % of cuBLAS).
+    Over two waves or more the 128-row pick ran faster at each shape timed (300x14336x4096:
+    128x152 100.0 %, 192x104 97.3 %; 900x7168x4096: 100.1 against 90.7 %), where the model's
+    192-row efficiency, fitted mostly on one-wave shapes, ranked the 192-row tile first
+    (README, "Twenty-sixth version")."""
+    if c.tile_m != 192:
+        return True
+    return c.tile_n in ROWS_192_PICKED and c.ctas(problem) <= num_sms
 
 
 def _epilogue_for(problem: Problem, c: R8Config) -> str:
