@@ -53,6 +53,7 @@ __all__ = [
     "heuristic_raster",
     "named",
     "ranked",
+    "split_cover",
     "swap_cover",
     "swap_fits",
     "swap_raster",
@@ -537,6 +538,51 @@ def swap_cover(problem: Problem) -> int | None:
     return next(w for w in NARROW if w >= problem.m)
 
 
+#: The split covers a kernel may declare for 32 < M <= 64 (:func:`split_cover`): swapped
+#: tiles narrower than the 64-column cover, M in two to four column tiles, as (rows, width).
+SPLIT_COVERS = ((64, 32), (128, 32), (128, 16))
+#: The most column tiles a split cover takes: each re-reads its row tile's weights from L2, and
+#: in four (58x3584x4096 as 128x16) it ran at 71.5 % of cuBLAS where two (64x32) ran 90.1 %
+#: (H200, both with the serial epilogue; CuTeDSL tuning run ``tune-r8-random103``).
+SPLIT_COVER_MAX_COLUMNS = 3
+
+
+def split_cover(
+    problem: Problem,
+    chosen: C,
+    covers: Sequence[tuple[int, int]] = SPLIT_COVERS,
+    num_sms: int = HOPPER.num_sms,
+) -> C | None:
+    """The split cover that replaces ``chosen`` at 32 < M <= 64, or None: where the model
+    picked the unsplit 64-column swapped cover (``chosen``), the one of ``covers`` whose CTAs
+    fill the most of one wave, if no fewer than the cover's, in at most
+    ``SPLIT_COVER_MAX_COLUMNS`` column tiles (ties: fewer column tiles, then more rows).
+
+    A rule the model does not see: each CTA of a narrow cover streams its slice of the
+    weights, and the cover's CTA streams it slower than a 128-row CTA of half its width,
+    though the model prices the two alike (the same cold bytes a k-step, less MMA work):
+    36x8192x8192, 128 CTAs either way, 64x64 took 47.0 us, 128x32 41.7 (85.4 against 96.2 %
+    of cuBLAS, H200). Over one wave a split cover loses (36x8192x8192 as 128x16, 192 CTAs:
+    78.3 %). A kernel whose split covers run that way declares them (CuTeDSL README,
+    "Twenty-seventh version"); the default is every one timed there."""
+    if swap_cover(problem) != 64 or not chosen.swap_ab or chosen.tile_n != 64:
+        return None
+    if chosen.split_k > 1 or chosen.stream_k or chosen.cluster != 1:
+        return None
+    floor = chosen.ctas(problem)
+
+    def key(c: C) -> tuple[int, int, int]:
+        return (c.ctas(problem), -cdiv(problem.m, c.tile_n), c.tile_m)
+
+    fits = [
+        c
+        for c in (dataclasses.replace(chosen, tile_m=tm, tile_n=tn) for tm, tn in covers)
+        if floor <= c.ctas(problem) <= num_sms
+        and cdiv(problem.m, c.tile_n) <= SPLIT_COVER_MAX_COLUMNS
+    ]
+    return max(fits, key=key) if fits else None
+
+
 #: A wide swapped tile's width: M's share of its column tiles, rounded up to this — the wgmma
 #: N step (8 for fp16/bf16), as cuBLAS's own swapped tiles do on Hopper (667x4096x14336: its
 #: kernel's tile is 128x168, M in 4 x 168; docs/design.md, "Why wide swapped tiles").
@@ -610,7 +656,8 @@ def heuristic_allows(
     """The structural rules every rung-8 heuristic applies before the cost model ranks:
 
     * swap-AB when M <= 64 < N, with the narrowest width covering M (a narrower one, M in
-      several column tiles, measured slower), and always at M <= 32, where half a 64-row
+      several column tiles, measured slower, save where a kernel declares the
+      :func:`split_cover` that replaces its pick), and always at M <= 32, where half a 64-row
       tile or more would be padding (the unswapped picks it replaced were slower at all 19
       tuning shapes timed both ways, by 0.6-17 points of cuBLAS: CuTeDSL README,
       "Seventeenth version"); for M in 33..64 the model weighs the swapped cover against

@@ -195,6 +195,28 @@ def test_ranked_orders_valid_configs_by_cost_with_variants_last() -> None:
     assert order[0] == GemmConfig(64, 256, 1, stream_k=True)
 
 
+def test_a_split_cover_replaces_the_64_column_cover_where_it_fills_more_of_one_wave() -> None:
+    cover = GemmConfig(64, 64, 1, swap_ab=True)
+    # N = 8192: 128x32 (M in 2 columns) makes the cover's 128 CTAs with 128 rows each
+    # (64x32: 256 CTAs and 128x16: 192, both over a wave)
+    assert tile_cost.split_cover(Problem(36, 8192, 8192), cover) == GemmConfig(128, 32, 1, True)
+    # N = 5120: 128x16 in 3 columns fills 120 SMs, 128x32 and the cover 80
+    assert tile_cost.split_cover(Problem(40, 5120, 5120), cover) == GemmConfig(128, 16, 1, True)
+    # N = 3584: 64x32 makes 112 CTAs; 128x16 would too at M = 58, but in 4 columns
+    assert tile_cost.split_cover(Problem(58, 3584, 4096), cover) == GemmConfig(64, 32, 1, True)
+    assert tile_cost.split_cover(Problem(34, 3584, 4096), cover) == GemmConfig(64, 32, 1, True)
+    # N = 14336: every split cover is over a wave; other picks, M <= 32, or a K split: none
+    assert tile_cost.split_cover(Problem(36, 14336, 4096), cover) is None
+    assert tile_cost.split_cover(Problem(36, 8192, 8192), GemmConfig(64, 128, 1)) is None
+    assert tile_cost.split_cover(Problem(30, 8192, 8192), GemmConfig(64, 32, 1, True)) is None
+    split = dataclasses.replace(cover, split_k=2)
+    assert tile_cost.split_cover(Problem(36, 2048, 8192), split) is None
+    # the 128-row cover's 64 CTAs at N = 8192 are a floor the split cover passes
+    assert tile_cost.split_cover(
+        Problem(36, 8192, 8192), GemmConfig(128, 64, 1, True)
+    ) == GemmConfig(128, 32, 1, True)
+
+
 def test_heuristic_rules_and_the_cheapest_allowed() -> None:
     assert swap_cover(Problem(1, 4096, 4096)) == 16
     assert swap_cover(Problem(33, 4096, 4096)) == 64

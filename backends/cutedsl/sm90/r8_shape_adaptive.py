@@ -172,6 +172,7 @@ from harness.tile_cost import (
     heuristic_allows,
     heuristic_raster,
     ranked,
+    split_cover,
 )
 
 # -- constants -------------------------------------------------------------------------------
@@ -578,10 +579,13 @@ def _heuristic(problem: Problem) -> R8Config:
     ``COVER_SPLIT_MAX_FILL`` of the SMs;
     ``heuristic_raster``'s raster) on a cluster ``_heuristic_clusters`` allows; a 64-row wide
     swap only where its 128-row twin leaves half the SMs idle, a 192-row one only in one
-    wave. Ties go to the larger tile, then cluster 2, then no split and no stream-K."""
+    wave. Ties go to the larger tile, then cluster 2, then no split and no stream-K. At M
+    33..64 a split cover (``harness.tile_cost.split_cover``: 64x32, 128x32 or 128x16, M in
+    two to four column tiles) replaces the 64-column cover where it fills more of one wave."""
 
     allowed = functools.partial(_allowed, problem)
-    return cheapest(problem, MENU, _valid, allowed, block_k=BLOCK_K, model=COST)
+    pick = cheapest(problem, MENU, _valid, allowed, block_k=BLOCK_K, model=COST)
+    return split_cover(problem, pick) or pick
 
 
 #: The K up to which a wide swap may hold M in one column tile only: its epilogue is serial
