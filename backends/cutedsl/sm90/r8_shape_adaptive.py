@@ -123,7 +123,10 @@ covers), that ``harness.tile_cost.heuristic_allows`` (swap A and B exactly when 
 with tile_n the narrowest of 16/32/64 covering M; narrow tiles only as that cover; a wide
 swap in one column tile only at K <= ``ONE_COLUMN_SWAP_K``; splits keeping >= 512 of K, of a
 grid under half a wave, and of decode only where the 64-row cover fills less than
-``COVER_SPLIT_MAX_FILL`` of the SMs), on a cluster ``HEURISTIC_CLUSTERS`` allows. ``_ranked``
+``COVER_SPLIT_MAX_FILL`` of the SMs), on a cluster ``HEURISTIC_CLUSTERS`` allows; at M 33..64
+``harness.tile_cost.split_cover`` then trades the 64-column cover for a narrower one, M in two
+or three column tiles, where that fills more of one wave (README, "Twenty-seventh version": the
+cover streams the weights slower per CTA than the model says). ``_ranked``
 orders the whole menu by the same model for ``bench --tune --tune-top N``; a tuned table
 (``tuned/<gpu>.json``) overrides the heuristic for the exact shapes it holds.
 
