@@ -10,6 +10,7 @@ elsewhere, saying so.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import re
 
 import pytest
@@ -19,7 +20,7 @@ from expectations import require_dsl, require_tool
 from backends.cutedsl import kernels
 from harness.problems import expand
 from harness.protocol import Problem, Rung, cdiv
-from harness.tile_cost import HOPPER, swap_fits
+from harness.tile_cost import HOPPER, cheapest, swap_fits
 from harness.toolchain import find_ptxas, run_ptxas
 
 require_dsl("cutedsl", "cutlass", "CuTeDSL (nvidia-cutlass-dsl)")
@@ -1000,6 +1001,32 @@ def test_r8_picks_192_row_tiles_alone_in_one_wave_at_widths_timed() -> None:
     assert not r8._three_warpgroup_swap_pays(many, r8._ranked(many)[0])
     assert r8._heuristic(many).label == "128x152 swap"
     assert all(r8._heuristic(p).tile_m != 192 for p in expand(["sweep"]))
+
+
+def test_r8_trades_the_64_column_cover_for_a_split_cover_in_one_wave() -> None:
+    """At M 33..64 the heuristic runs the split cover (``harness.tile_cost.split_cover``) where
+    it fills more of one wave than the 64-column cover, with the cover's direct stores: H200
+    A/B, 36x8192x8192 128x32 96.2 % of cuBLAS against the 64x64 cover's 85.4 %, 40x5120x5120
+    128x16 99.8 against 89.7 (README, "Twenty-seventh version"). Over a wave (N = 14336) and
+    at M <= 32 the picks are the model's, and no `sweep` pick moves."""
+    r8 = _r8()
+    want = {
+        (36, 8192, 8192): "128x32 swap",
+        (40, 5120, 5120): "128x16 swap",
+        (44, 3072, 3072): "64x32 swap",
+    }
+    for (m, n, k), label in want.items():
+        c = r8._heuristic(Problem(m, n, k, "fp16"))
+        assert (c.label, c.epilogue) == (label, "direct"), (m, n, k)
+        assert c in r8.MENU
+    assert r8._heuristic(Problem(30, 8192, 8192, "fp16")).tile_n == 32  # the cover itself
+    wide = Problem(36, 14336, 4096, "fp16")
+    assert r8._heuristic(wide).tile_n not in (16, 32)
+    for p in expand(["sweep"]):
+        pick = r8._heuristic(p)
+        allowed = functools.partial(r8._allowed, p)
+        model = cheapest(p, r8.MENU, r8._valid, allowed, block_k=r8.BLOCK_K, model=r8.COST)
+        assert pick == model, p.key
 
 
 def test_r8_short_k_wide_swaps_take_one_column_only() -> None:
