@@ -539,7 +539,7 @@ def swap_cover(problem: Problem) -> int | None:
 
 
 #: The split covers a kernel may declare for 32 < M <= 64 (:func:`split_cover`): swapped
-#: tiles narrower than the 64-column cover, M in two to four column tiles, as (rows, width).
+#: tiles narrower than the 64-column cover, M in several column tiles, as (rows, width).
 SPLIT_COVERS = ((64, 32), (128, 32), (128, 16))
 #: The most column tiles a split cover takes: each re-reads its row tile's weights from L2, and
 #: in four (58x3584x4096 as 128x16) it ran at 71.5 % of cuBLAS where two (64x32) ran 90.1 %
