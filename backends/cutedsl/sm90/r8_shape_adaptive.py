@@ -584,7 +584,7 @@ def _heuristic(problem: Problem) -> R8Config:
     swap only where its 128-row twin leaves half the SMs idle, a 192-row one only in one
     wave. Ties go to the larger tile, then cluster 2, then no split and no stream-K. At M
     33..64 a split cover (``harness.tile_cost.split_cover``: 64x32, 128x32 or 128x16, M in
-    two to four column tiles) replaces the 64-column cover where it fills more of one wave."""
+    two or three column tiles) replaces the 64-column cover where it fills more of one wave."""
 
     allowed = functools.partial(_allowed, problem)
     pick = cheapest(problem, MENU, _valid, allowed, block_k=BLOCK_K, model=COST)
