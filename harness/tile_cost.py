@@ -538,7 +538,7 @@ def swap_cover(problem: Problem) -> int | None:
     return next(w for w in NARROW if w >= problem.m)
 
 
-#: The split covers a kernel may declare for 32 < M <= 64 (:func:`split_cover`): swapped
+#: The split covers a kernel may run at 32 < M <= 64 (:func:`split_cover`): swapped
 #: tiles narrower than the 64-column cover, M in several column tiles, as (rows, width).
 SPLIT_COVERS = ((64, 32), (128, 32), (128, 16))
 #: The most column tiles a split cover takes: each re-reads its row tile's weights from L2, and
@@ -563,8 +563,8 @@ def split_cover(
     though the model prices the two alike (the same cold bytes a k-step, less MMA work):
     36x8192x8192, 128 CTAs either way, 64x64 took 47.0 us, 128x32 41.7 (85.4 against 96.2 %
     of cuBLAS, H200). Over one wave a split cover loses (36x8192x8192 as 128x16, 192 CTAs:
-    78.3 %). A kernel whose split covers run that way declares them (CuTeDSL README,
-    "Twenty-seventh version"); the default is every one timed there."""
+    78.3 %). A kernel opts in by applying it to its pick, with the split covers it has timed
+    (the default: CuTeDSL's, README "Twenty-seventh version")."""
     if swap_cover(problem) != 64 or not chosen.swap_ab or chosen.tile_n != 64:
         return None
     if chosen.split_k > 1 or chosen.stream_k or chosen.cluster != 1:
@@ -656,8 +656,8 @@ def heuristic_allows(
     """The structural rules every rung-8 heuristic applies before the cost model ranks:
 
     * swap-AB when M <= 64 < N, with the narrowest width covering M (a narrower one, M in
-      several column tiles, measured slower, save where a kernel declares the
-      :func:`split_cover` that replaces its pick), and always at M <= 32, where half a 64-row
+      several column tiles, measured slower, save where a kernel applies
+      :func:`split_cover` to its pick), and always at M <= 32, where half a 64-row
       tile or more would be padding (the unswapped picks it replaced were slower at all 19
       tuning shapes timed both ways, by 0.6-17 points of cuBLAS: CuTeDSL README,
       "Seventeenth version"); for M in 33..64 the model weighs the swapped cover against
