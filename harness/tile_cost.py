@@ -57,6 +57,7 @@ __all__ = [
     "swap_cover",
     "swap_fits",
     "swap_raster",
+    "whole_wave_swap",
 ]
 
 
@@ -611,6 +612,49 @@ def swap_fits(problem: Problem, tile_n: int, widths: Sequence[int] = SWAP_WIDTHS
     if columns > MAX_SWAP_COLUMNS or share < min(widths):
         return False  # (a share narrower than every width: fewer, wider columns fit better)
     return tile_n == min(w for w in widths if w >= share)
+
+
+#: The least share of its last wave a :func:`whole_wave_swap` tile's tiles must fill: at 0.91
+#: (384 tiles on 132 SMs) and 1.0 the 192-row tile beat stream-K at each shape timed; at 0.27
+#: to 0.53 it lost to it (CuTeDSL README, "Twenty-eighth version").
+WHOLE_WAVE_FILL = 0.9
+#: The most column tiles a :func:`whole_wave_swap` tile splits M into: each re-reads its row
+#: tile's B from L2, and the tiles timed were in two (M 133-184, as 192x72..192x96).
+WHOLE_WAVE_MAX_COLUMNS = 2
+
+
+def whole_wave_swap(
+    problem: Problem,
+    chosen: C,
+    rows: int,
+    widths: Sequence[int],
+    num_sms: int = HOPPER.num_sms,
+) -> C | None:
+    """The swapped tile of ``rows`` rows that replaces ``chosen``, a stream-K wide swap, or
+    None: the one of the fewest column tiles (``WHOLE_WAVE_MAX_COLUMNS`` at most) whose width
+    :func:`swap_fits` among ``widths`` and whose tiles fill two waves or more with at least
+    ``WHOLE_WAVE_FILL`` of the last, unsplit on one CTA (the kernel's raster and epilogue as
+    ``chosen``'s).
+
+    A rule the model does not see: stream-K evens out a partial last wave but costs its
+    partial tiles and the reduce, and a row count whose tiles fill whole waves needs neither;
+    the model prices the 192-row tiles from one-wave shapes and ranks them first at two waves
+    and more, where they lose unless their waves are whole (H200: 133x37888x3584 as 192x72,
+    396 tiles, 111.8 % of cuBLAS against stream-K's 99.2 %; 183x57344x8192 as 192x96, 598
+    tiles, 97.8 against 106.3). cuBLAS runs the same tiles there (``nvjet_sm90_hsh_192x96``
+    at 184x37888x3584 and 180x36864x7168, ``192x88`` at 169x36864x4608). A kernel opts in by
+    applying it to its pick, with the row count and widths it has."""
+    if not (chosen.stream_k and chosen.wide_swap):
+        return None
+    for tn in sorted(widths, key=lambda w: (cdiv(problem.m, w), w)):
+        if cdiv(problem.m, tn) > WHOLE_WAVE_MAX_COLUMNS or not swap_fits(problem, tn, widths):
+            continue
+        c = dataclasses.replace(chosen, tile_m=rows, tile_n=tn, cluster=1, stream_k=False)
+        tiles = c.tiles(problem)
+        last = tiles % num_sms
+        if tiles >= 2 * num_sms and (last == 0 or last >= WHOLE_WAVE_FILL * num_sms):
+            return c
+    return None
 
 
 #: L2 of an H100 and an H200 (50 MB): an operand larger than this comes from DRAM again on

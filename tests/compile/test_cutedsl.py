@@ -1026,6 +1026,29 @@ def test_r8_trades_the_64_column_cover_for_a_split_cover_in_one_wave() -> None:
         assert not (p.m > 32 and pick.swap_ab and pick.tile_n < 64), p.key
 
 
+def test_r8_trades_stream_k_for_192_rows_over_whole_waves() -> None:
+    """Where the model picks stream-K for a wide swap and 192-row tiles in two columns fill
+    two waves or more, the last to 90 % or more, the heuristic runs those instead
+    (``harness.tile_cost.whole_wave_swap``): H200 A/B, 133x37888x3584 192x72 111.8 % of
+    cuBLAS against 128x136 stream-K's 99.2 %, 169x36864x4608 192x88 93.2 against 87.9 (README,
+    "Twenty-eighth version"). A partial last wave keeps stream-K (183x57344x8192: 97.8
+    against 106.3), and no `sweep` pick moves."""
+    r8 = _r8()
+    want = {
+        (133, 37888, 3584): "192x72 swap",
+        (169, 36864, 4608): "192x88 swap",
+        (184, 37888, 3584): "192x96 swap",
+    }
+    for (m, n, k), label in want.items():
+        c = r8._heuristic(Problem(m, n, k, "fp16"))
+        assert (c.label, c.epilogue) == (label, "serial"), (m, n, k)
+        assert c in r8.MENU
+    assert r8._heuristic(Problem(183, 57344, 8192, "fp16")).label == "128x184 swap sk"
+    for p in expand(["sweep"]):
+        pick = r8._heuristic(p)
+        assert not (pick.tile_m == 192 and pick.ctas(p) > 132), p.key
+
+
 def test_r8_short_k_wide_swaps_take_one_column_only() -> None:
     """At K <= ONE_COLUMN_SWAP_K (16 k-steps) no wide swap takes M in several column tiles
     (their serial epilogue is too big a share of each tile); M in one column still swaps, and

@@ -217,6 +217,29 @@ def test_a_split_cover_replaces_the_64_column_cover_where_it_fills_more_of_one_w
     ) == GemmConfig(128, 32, 1, True)
 
 
+def test_a_whole_wave_swap_replaces_stream_k_where_its_tiles_fill_whole_waves() -> None:
+    widths = tuple(range(72, 113, 8))
+    sk = GemmConfig(128, 184, 1, swap_ab=True, stream_k=True)
+    # N = 37888: 198 row tiles of 192 x 2 columns of 96 = 396 tiles, three whole waves
+    assert tile_cost.whole_wave_swap(Problem(184, 37888, 3584), sk, 192, widths) == GemmConfig(
+        192, 96, 1, swap_ab=True
+    )
+    # N = 36864: 192 x 2 = 384 tiles, the last wave 120 of 132 (0.91)
+    assert tile_cost.whole_wave_swap(Problem(169, 36864, 4608), sk, 192, widths) == GemmConfig(
+        192, 88, 1, swap_ab=True
+    )
+    # N = 57344: 299 x 2 = 598 tiles leave the last wave half-empty; N = 18432: 1.45 waves
+    assert tile_cost.whole_wave_swap(Problem(183, 57344, 8192), sk, 192, widths) is None
+    assert tile_cost.whole_wave_swap(Problem(171, 18432, 16384), sk, 192, widths) is None
+    # M in more than two columns, a width outside ``widths``, or a pick that is not stream-K
+    assert tile_cost.whole_wave_swap(Problem(311, 18432, 16384), sk, 192, widths) is None
+    assert tile_cost.whole_wave_swap(Problem(300, 36864, 4608), sk, 192, widths) is None
+    unsplit = dataclasses.replace(sk, stream_k=False)
+    assert tile_cost.whole_wave_swap(Problem(184, 37888, 3584), unsplit, 192, widths) is None
+    unswapped = GemmConfig(128, 256, 2, stream_k=True)
+    assert tile_cost.whole_wave_swap(Problem(184, 37888, 3584), unswapped, 192, widths) is None
+
+
 def test_heuristic_rules_and_the_cheapest_allowed() -> None:
     assert swap_cover(Problem(1, 4096, 4096)) == 16
     assert swap_cover(Problem(33, 4096, 4096)) == 64

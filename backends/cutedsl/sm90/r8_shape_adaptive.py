@@ -8,7 +8,8 @@ knobs every DSL's rung 8 shares, plus ``persistent`` and ``epilogue``):
 
 * ``tile_m`` x ``tile_n``: the CTA tile on the wgmma M x N sides. ``tile_m`` is 64 (one consumer
   warpgroup), 128 (two, as rung 7), 192 (three of 64 rows at 152 registers a thread; wide
-  swaps of 72 to 160 columns only, picked 104 or 112 wide where their tiles fill one wave) or
+  swaps of 72 to 160 columns only, picked 104 or 112 wide where their tiles fill one wave, or
+  in place of stream-K where they fill whole waves) or
   256 (two of 128 rows each; wide swaps up to 144 columns only); ``tile_n`` 16 to 256 (the
   wgmma N; 16 and 32 only swapped; 160 for N = 10240, which 128-wide tiles quantize badly;
   192, a step between 128 and 256 for tile counts that fill the last wave better).
@@ -126,7 +127,10 @@ grid under half a wave, and of decode only where the 64-row cover fills less tha
 ``COVER_SPLIT_MAX_FILL`` of the SMs), on a cluster ``HEURISTIC_CLUSTERS`` allows; at M 33..64
 ``harness.tile_cost.split_cover`` then trades the 64-column cover for a narrower one, M in two
 or three column tiles, where that fills more of one wave (README, "Twenty-seventh version": the
-cover streams the weights slower per CTA than the model says). ``_ranked``
+cover streams the weights slower per CTA than the model says); and
+``harness.tile_cost.whole_wave_swap`` trades a stream-K wide swap for a 192-row swapped tile
+where its tiles fill two waves or more, the last to 90 % or more (README, "Twenty-eighth
+version": stream-K's partials and reduce cost more than a whole last wave). ``_ranked``
 orders the whole menu by the same model for ``bench --tune --tune-top N``; a tuned table
 (``tuned/<gpu>.json``) overrides the heuristic for the exact shapes it holds.
 
@@ -176,6 +180,7 @@ from harness.tile_cost import (
     heuristic_raster,
     ranked,
     split_cover,
+    whole_wave_swap,
 )
 
 # -- constants -------------------------------------------------------------------------------
@@ -246,12 +251,17 @@ SWAP_WIDE_256 = 144
 #: two to four columns of 72..160, where N / 192 row tiles fill a wave that N / 128 overfill or
 #: N / 256 leave part-empty (cuBLAS's 192x104 at 410x6144x4096: 32 x 4 = 128 CTAs).
 SWAP_WIDE_192 = 160
-#: The 192-row widths the heuristic picks: those a tuning run timed at three shapes or more
-#: (``COST``'s 192-row efficiencies; README, "Twenty-sixth version"). The others run through
-#: ``bench --tune`` and ``--config`` only: 120..160 were timed once each, at 84-94 % of cuBLAS
-#: where the pick ran 100-105 %, too few timings to fit an efficiency the whole M range may
-#: trust; 72..96 not at all.
+ROWS_192_WIDTHS = tuple(tn for tn in SWAP_WIDE if tn <= SWAP_WIDE_192)
+#: The 192-row widths the model may pick in one wave: those a tuning run timed at three shapes
+#: or more (``COST``'s 192-row efficiencies; README, "Twenty-sixth version"): 120..160 were
+#: timed once each, at 84-94 % of cuBLAS where the pick ran 100-105 %, too few timings to fit
+#: an efficiency the whole M range may trust. Over whole waves every width of
+#: ``ROWS_192_WHOLE`` may replace a stream-K pick (``_heuristic``; README, "Twenty-eighth
+#: version").
 ROWS_192_PICKED = (104, 112)
+#: The 192-row widths that may replace a stream-K pick over whole waves: those timed at three
+#: shapes or more, one wave or several (72..112; 120..160 once each).
+ROWS_192_WHOLE = tuple(tn for tn in ROWS_192_WIDTHS if tn <= 112)
 #: K splits of the wide swapped tiles per row count (cluster 1; ``_menu``). 256 rows are not
 #: split: split 2-4 ways they were correct and slower wherever the model ranked them (H200
 #: tune, backend README "Ninth version": 72x10240x8192 256x72 split 3 102.5 % of cuBLAS,
@@ -326,8 +336,7 @@ def _menu() -> tuple[R8Config, ...]:
     # the wave where theirs do not. The TMA store only (the wide swaps' way out of D).
     menu += [
         R8Config(192, tn, c, swap_ab=True, epilogue="serial")
-        for tn in SWAP_WIDE
-        if tn <= SWAP_WIDE_192
+        for tn in ROWS_192_WIDTHS
         for c in (1, 2)
     ]
     # Stream-K over wide swapped tiles of 128 rows: a mid-size M whose row tiles (N / 128)
@@ -584,10 +593,15 @@ def _heuristic(problem: Problem) -> R8Config:
     swap only where its 128-row twin leaves half the SMs idle, a 192-row one only in one
     wave. Ties go to the larger tile, then cluster 2, then no split and no stream-K. At M
     33..64 a split cover (``harness.tile_cost.split_cover``: 64x32, 128x32 or 128x16, M in
-    two or three column tiles) replaces the 64-column cover where it fills more of one wave."""
+    two or three column tiles) replaces the 64-column cover where it fills more of one wave;
+    a 192-row swapped tile (``harness.tile_cost.whole_wave_swap``) replaces a stream-K wide
+    swap where its tiles fill two waves or more, the last to 90 % or more."""
 
     allowed = functools.partial(_allowed, problem)
     pick = cheapest(problem, MENU, _valid, allowed, block_k=BLOCK_K, model=COST)
+    whole = whole_wave_swap(problem, pick, 192, ROWS_192_WHOLE)
+    if whole is not None and _valid(problem, whole) is None:
+        return whole
     return split_cover(problem, pick) or pick
 
 
