@@ -464,7 +464,8 @@ def _three_warpgroup_swap_pays(
     Over two waves or more the 128-row pick ran faster at each shape timed (300x14336x4096:
     128x152 100.0 %, 192x104 97.3 %; 900x7168x4096: 100.1 against 90.7 %), where the model's
     192-row efficiency, fitted mostly on one-wave shapes, ranked the 192-row tile first
-    (README, "Twenty-sixth version")."""
+    (README, "Twenty-sixth version"). Over whole waves ``_heuristic`` may still trade a
+    stream-K pick for one (``whole_wave_swap``, after the model)."""
     if c.tile_m != 192:
         return True
     return c.tile_n in ROWS_192_PICKED and c.ctas(problem) <= num_sms
