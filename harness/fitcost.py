@@ -139,6 +139,14 @@ def _held_out_weighted(bands: Mapping[str, list[float]]) -> float | None:
     return math.exp(sum(logs))
 
 
+def held_out_weighted(values: Iterable[tuple[Problem, float]]) -> float | None:
+    """The geomean of ``values`` (a ratio per problem) with each of :data:`M_BANDS` weighed by
+    its share of a held-out suite's shapes (``held_out_m_share``) instead of by how many of
+    the suite's shapes it drew: what an average draw would read, so that two seeds whose draws
+    lean on different bands compare. None unless every band holds a value."""
+    return _held_out_weighted(dict(_by_band(values)))
+
+
 def own_choice(docs: Iterable[Document], backends: Sequence[str] | None = None) -> list[str]:
     """What the kernels' own choices cost in the tuning runs: per (GPU, run, kernel, problem),
     the record the run marked as the kernel's choice against the fastest config the same run

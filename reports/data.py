@@ -36,7 +36,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.fitcost import model_config
+from harness.fitcost import held_out_weighted, model_config
 from harness.gemm import DTYPES, Problem
 from harness.problems import held_out, suite_shapes
 from harness.protocol import Rung
@@ -553,6 +553,10 @@ class SweepStat:
     shapes: int
     #: The timers (:func:`timer_label`) of the runs these numbers come from, most shapes first.
     timers: tuple[str, ...] = ()
+    #: Of a held-out suite: the geomean with each M band weighed by its share of an average
+    #: held-out draw (``harness.fitcost.held_out_weighted``); None elsewhere or with a band
+    #: untimed.
+    weighted: float | None = None
 
 
 def warmups(timer: Mapping[str, Any] | None) -> str:
@@ -710,9 +714,18 @@ def sweep_table(ds: Dataset, suite: str = "sweep") -> list[SweepPanel]:
                     worst_problem=worst[1],
                     shapes=len(pts),
                     timers=tuple(t for t, _ in timers.most_common()),
+                    weighted=_weighted(suite, pts),
                 )
             panels.append(SweepPanel(backend, dtype, kernels, tuple(rows), stats, suite))
     return panels
+
+
+def _weighted(suite: str, pts: list[tuple[float, Problem]]) -> float | None:
+    """A held-out suite's % of cuBLAS with its M bands weighed as an average draw's."""
+    if not held_out(suite):
+        return None
+    w = held_out_weighted((p, v / 100) for v, p in pts)
+    return None if w is None else 100 * w
 
 
 #: :func:`same_config_classes`' classes, in table order.

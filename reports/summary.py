@@ -271,6 +271,7 @@ def sweeps(ds: Dataset) -> Table | None:
                 f"{st.worst_problem.k}{part})",
             ]
         top = panel.stats.get(SWEEP_RUNGS[-1])
+        line.append(f"{top.weighted:.1f}" if top is not None and top.weighted else "-")
         line.append(" + ".join(top.timers) if top is not None and top.timers else "-")
         rows.append(line)
     if not rows:
@@ -286,6 +287,7 @@ def sweeps(ds: Dataset) -> Table | None:
             f"r{r7} worst",
             f"r{r8} geomean",
             f"r{r8} worst",
+            f"r{r8} by M band",
             f"r{r8} timer",
         ],
         rows,
@@ -293,6 +295,11 @@ def sweeps(ds: Dataset) -> Table | None:
             f"Rung {r7} runs one config everywhere, rung {r8} picks one per shape; a held-out "
             "suite's shapes were never tuned on. The bar for rung 8: geomean >= 100 and no shape "
             "below 90.",
+            f"r{r8} by M band: a held-out suite's geomean with each M band (1-64, 65-256, "
+            "257-1024, 1025-4096, above) weighed by its share of an average held-out draw, "
+            "about 36 % at M <= 64 and 16 % in each band above, instead of by the shapes the "
+            "suite drew there: suites whose draws lean on different bands compare on it (every "
+            "band must be timed). The bar is read on the plain geomean.",
             f"Warm-ups of the runs rung {r8}'s numbers come from, in seconds: a kernel's first "
             "round / its later rounds / the extra before a problem's first measurement "
             "(cuBLAS's). Runs with no settle timed cuBLAS's first round right after the GPU "

@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from harness.fitcost import M_BANDS, ceiling, own_choice
+from harness.fitcost import M_BANDS, ceiling, held_out_weighted, own_choice
 from harness.gemm import Problem
 from harness.problems import held_out_m_share, random_shapes
 from harness.protocol import KernelSpec, Rung
@@ -135,3 +135,18 @@ def test_the_ceiling_weighs_its_bands_as_a_held_out_suite_draws_m() -> None:
     assert 0.98 < want < 0.99  # the mid bands' 6 % gap costs the suite about 1.5 points
     (partial,) = ceiling([_doc(_rec(R8, 16, 104.0), _rec(R8, 300, 94.0))])
     assert "held-out" not in partial
+
+
+def test_a_held_out_suite_weighed_by_band_reads_as_an_average_draw() -> None:
+    """A draw heavy in one band (here ten shapes at M <= 64, one in each band above) reads
+    as the held-out shares weigh the bands, not as its shapes do; a band untimed: None."""
+    values = [(Problem(8 + i, 4096, 4096), 1.06) for i in range(10)]
+    values += [(Problem(m, 4096, 4096), 0.97) for m in (100, 300, 2000, 8000)]
+    want = math.exp(
+        held_out_m_share(1, 64) * math.log(1.06)
+        + sum(held_out_m_share(lo, hi) for lo, hi in M_BANDS[1:]) * math.log(0.97)
+    )
+    plain = math.exp(sum(math.log(v) for _, v in values) / len(values))
+    got = held_out_weighted(values)
+    assert got == pytest.approx(want) and got < plain - 0.01
+    assert held_out_weighted(values[:-1]) is None  # nothing above M = 4096

@@ -777,6 +777,9 @@ def test_the_sweep_tables_name_each_runs_warm_ups(tmp_path: Path) -> None:
     assert "3 of 3 shapes timed; timer 1/1/2 s)" in "\n".join(sweep_lines(ds))
     (table,) = [t for t in summary_tables(ds, None) if t.title.startswith("Shape sweep")]
     assert table.header[-1] == "r8 timer" and table.rows[0][-1] == "1/1/2 s"
+    # three shapes, all at M <= 64: no band-weighed geomean (it needs every band)
+    assert table.header[-2] == "r8 by M band" and table.rows[0][-2] == "-"
+    assert stat.weighted is None
     # timer v5's equal hold is named, so runs pooled across timers show it
     v5 = {**timer, "hold_floor_ms": 0.5}
     assert timer_label(v5) == "1/1/2 s, hold 0.5 ms" and timer_label(None) == "?"
