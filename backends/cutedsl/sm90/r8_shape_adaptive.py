@@ -251,6 +251,7 @@ SWAP_WIDE_256 = 144
 #: two to four columns of 72..160, where N / 192 row tiles fill a wave that N / 128 overfill or
 #: N / 256 leave part-empty (cuBLAS's 192x104 at 410x6144x4096: 32 x 4 = 128 CTAs).
 SWAP_WIDE_192 = 160
+#: The 192-row swapped widths the menu holds: 72..160.
 ROWS_192_WIDTHS = tuple(tn for tn in SWAP_WIDE if tn <= SWAP_WIDE_192)
 #: The 192-row widths the model may pick in one wave: those a tuning run timed at three shapes
 #: or more (``COST``'s 192-row efficiencies; README, "Twenty-sixth version"): 120..160 were
@@ -601,7 +602,7 @@ def _heuristic(problem: Problem) -> R8Config:
     allowed = functools.partial(_allowed, problem)
     pick = cheapest(problem, MENU, _valid, allowed, block_k=BLOCK_K, model=COST)
     whole = whole_wave_swap(problem, pick, 192, ROWS_192_WHOLE)
-    if whole is not None and _valid(problem, whole) is None:
+    if whole in MENU and _valid(problem, whole) is None and _structurally_allowed(problem, whole):
         return whole
     return split_cover(problem, pick) or pick
 
@@ -613,12 +614,20 @@ def _heuristic(problem: Problem) -> R8Config:
 ONE_COLUMN_SWAP_K = 1024
 
 
-def _allowed(problem: Problem, c: R8Config) -> bool:
-    """The heuristic's rules (``_heuristic``): what it may pick before the model ranks."""
+def _structurally_allowed(problem: Problem, c: R8Config) -> bool:
+    """The heuristic's rules short of where a tile's row count pays (``_allowed``): also
+    what a rule applied after the model (``whole_wave_swap``) must keep to."""
     return (
         not _variant(problem, c)
         and heuristic_allows(problem, c, BLOCK_K, one_column_swap_k=ONE_COLUMN_SWAP_K)
         and c.cluster in _heuristic_clusters(c)
+    )
+
+
+def _allowed(problem: Problem, c: R8Config) -> bool:
+    """The heuristic's rules (``_heuristic``): what it may pick before the model ranks."""
+    return (
+        _structurally_allowed(problem, c)
         and _one_warpgroup_swap_pays(problem, c)
         and _three_warpgroup_swap_pays(problem, c)
     )
