@@ -1047,6 +1047,10 @@ def test_r8_trades_stream_k_for_192_rows_over_whole_waves() -> None:
     }
     _assert_picks(r8, want, "serial")
     assert r8._heuristic(Problem(183, 57344, 8192, "fp16")).label == "128x184 swap sk"
+    # the traded tile keeps the heuristic's structural rules: two columns only above K = 1024
+    two_columns = r8.R8Config(192, 96, 1, swap_ab=True, epilogue="serial")
+    assert r8._structurally_allowed(Problem(184, 37888, 3584, "fp16"), two_columns)
+    assert not r8._structurally_allowed(Problem(184, 37888, 1024, "fp16"), two_columns)
     for p in expand(["sweep"]):
         pick = r8._heuristic(p)
         assert not (pick.tile_m == 192 and pick.ctas(p) > 132), p.key
