@@ -19,7 +19,7 @@ from typing import Any, NoReturn
 
 from harness.devices import list_gpus
 from harness.gemm import DTYPES
-from harness.problems import SUITES, TUNING_SEEDS, expand, held_out
+from harness.problems import SUITES, TUNING_SEEDS, canonical_suite, expand, held_out
 from harness.protocol import ARCH_CAPABILITY, ARCHES, KernelSpec, Problem, Rung
 from harness.registry import Registry, discover
 
@@ -215,6 +215,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     reg = discover()
     _report_discovery_errors(reg)
     try:
+        args.suite = [canonical_suite(s) for s in args.suite]
         problems = expand(args.suite, args.dtype)
     except ValueError as e:
         raise UsageError(str(e)) from None

@@ -27,6 +27,7 @@ __all__ = [
     "RANDOM_PREFIX",
     "SUITES",
     "TUNING_SEEDS",
+    "canonical_suite",
     "expand",
     "held_out",
     "held_out_m_share",
@@ -153,6 +154,14 @@ def parse_random(name: str) -> tuple[int, int] | None:
     if len(parts) > 2 or seed < 0 or not 1 <= count <= 4096:
         raise ValueError(f"bad random suite {name!r}; expected random:SEED[:COUNT], COUNT 1-4096")
     return seed, count
+
+
+def canonical_suite(name: str) -> str:
+    """``name`` as results record it: a random suite always with its count
+    (``random:919361`` -> ``random:919361:64``), so that two runs of one suite fold into one
+    report panel however each was asked for; any other name unchanged."""
+    parsed = parse_random(name)
+    return name if parsed is None else f"{RANDOM_PREFIX}{parsed[0]}:{parsed[1]}"
 
 
 def held_out(name: str) -> bool:

@@ -38,7 +38,7 @@ from typing import Any
 
 from harness.fitcost import held_out_weighted, model_config
 from harness.gemm import DTYPES, Problem
-from harness.problems import held_out, suite_shapes
+from harness.problems import canonical_suite, held_out, suite_shapes
 from harness.protocol import Rung
 from harness.records import BenchRecord, CodegenRecord, Status
 from harness.results import Document, ResultsError, load_many, result_files
@@ -631,13 +631,26 @@ def sweep_order(p: Problem) -> tuple[int, int, int]:
 
 def held_out_suites(ds: Dataset) -> list[str]:
     """The held-out suites (``random:SEED[:COUNT]`` of a non-tuning seed) the bench runs of
-    ``ds`` ran, in the order first seen."""
+    ``ds`` ran, in the order first seen, each named as :func:`_suites_of` names it."""
     seen: list[str] = []
     for doc in ds.runs:
-        for name in (doc.environment.get("run") or {}).get("suites") or ():
+        for name in _suites_of(doc):
             if held_out(name) and name not in seen:
                 seen.append(name)
     return seen
+
+
+def _suites_of(doc: Document) -> list[str]:
+    """The suites run ``doc`` ran, a random one always with its count
+    (``harness.problems.canonical_suite``): a run recorded before ``bench`` wrote names that
+    way may say ``random:919361`` for ``random:919361:64``."""
+    out = []
+    for name in (doc.environment.get("run") or {}).get("suites") or ():
+        try:
+            out.append(canonical_suite(name))
+        except ValueError:  # a malformed name in a hand-edited file: keep it as written
+            out.append(name)
+    return out
 
 
 def sweep_table(ds: Dataset, suite: str = "sweep") -> list[SweepPanel]:
@@ -812,7 +825,7 @@ def _ran(doc: Document, suite: str) -> bool:
     """Whether the run ``doc`` ran ``suite``: a held-out panel shows only the runs of its seed,
     not a shape another seed's run shares with it (a backend that never ran the seed would
     otherwise get a panel of its few colliding small-M shapes)."""
-    return suite in ((doc.environment.get("run") or {}).get("suites") or ())
+    return suite in _suites_of(doc)
 
 
 def sweep_panels(ds: Dataset) -> list[SweepPanel]:

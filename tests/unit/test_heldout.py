@@ -19,6 +19,7 @@ from harness.problems import (
     SUITES,
     TUNING_SEEDS,
     TUNING_SUITE_MAX,
+    canonical_suite,
     expand,
     held_out,
     parse_random,
@@ -52,6 +53,16 @@ def test_a_random_suite_is_seeded_log_uniform_in_m_and_off_the_grid() -> None:
     small = sum(m <= 128 for m, _, _ in shapes) / len(shapes)
     assert abs(small - math.log(129) / math.log(16385)) < 0.08
     assert len({(n, k) for _, n, k in shapes}) > 30  # many families, not one
+
+
+def test_a_random_suite_is_recorded_with_its_count() -> None:
+    assert canonical_suite("random:919361") == "random:919361:64"
+    assert canonical_suite("random:919361:64") == "random:919361:64"
+    assert canonical_suite("random:5:12") == "random:5:12"
+    assert canonical_suite("sweep") == "sweep" and canonical_suite("64x64x64") == "64x64x64"
+    assert suite_shapes("random:919361") == suite_shapes(canonical_suite("random:919361"))
+    with pytest.raises(ValueError, match="random:SEED"):
+        canonical_suite("random:x")
 
 
 def _tuning_shapes() -> set[tuple[int, int, int]]:

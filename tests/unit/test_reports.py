@@ -36,6 +36,7 @@ from reports.cli import main
 from reports.data import (
     build_dataset,
     chain_table,
+    held_out_suites,
     hold_text,
     load_dataset,
     pct_table,
@@ -590,6 +591,25 @@ def test_a_held_out_panel_shows_only_the_runs_of_its_seed(tmp_path: Path) -> Non
     assert [p.backend for p in sweep_table(ds, held)] == ["gamma"]
     md = "\n".join(sweep_lines(ds))
     assert f"**gamma** (held out, `{held}`" in md and "**delta**" not in md
+
+
+def test_a_random_suite_asked_for_without_its_count_folds_into_one_panel(tmp_path: Path) -> None:
+    """Two runs of one held-out suite, one recorded as ``random:9`` (before ``bench`` wrote the
+    count) and one as ``random:9:64``, make one suite and one panel per backend, named with
+    the count."""
+    shapes = suite_shapes("random:9:64")[:2]
+    for i, (name, backend) in enumerate((("random:9", "gamma"), ("random:9:64", "delta"))):
+        w = ResultsWriter(tmp_path / f"{i}.json", "bench", {"gpu": "x", "run": {"suites": [name]}})
+        for m, n, k in shapes:
+            p = Problem(m, n, k)
+            w.add(bench_record("cublas", 0, p, 0.1))
+            w.add(bench_record(backend, 8, p, 0.1, config="t", selected=True))
+        w.finish()
+    ds = load_dataset([tmp_path / "0.json", tmp_path / "1.json"])
+    assert held_out_suites(ds) == ["random:9:64"]
+    assert sorted(p.backend for p in sweep_table(ds, "random:9:64")) == ["delta", "gamma"]
+    md = "\n".join(sweep_lines(ds))
+    assert "`random:9`" not in md and "**gamma** (held out, `random:9:64`" in md
 
 
 def test_a_later_run_of_a_held_out_shape_leaves_the_suite_panel_as_measured(
