@@ -312,6 +312,22 @@ R8_PATHS = {
         (_TMA_STORE,),
         1,
     ),
+    # the deferred epilogue (tune-only): the whole 64x256 tile staged in one round, its reads
+    # waited on at the next tile's epilogue; and a 128x128 pair's, on a ragged M
+    "deferred_64x256": (
+        Problem(3488, 3072, 3072, "fp16"),
+        "tile_m=64,tile_n=256,cluster=1,swap_ab=0,split_k=1,stream_k=0,epilogue=deferred",
+        ("wgmma.mma_async.sync.aligned.m64n256k16", _TMA_LOAD, _TMA_STORE),
+        (_DIRECT, _MULTICAST, _ST_T4),
+        1,
+    ),
+    "deferred_128x128_cluster2": (
+        Problem(1001, 4096, 2048, "bf16"),
+        "tile_m=128,tile_n=128,cluster=2,swap_ab=0,split_k=1,stream_k=0,epilogue=deferred",
+        ("wgmma.mma_async.sync.aligned.m64n128k16", _TMA_LOAD, _MULTICAST, _TMA_STORE),
+        (_DIRECT, _ST_T4),
+        1,
+    ),
     # 128 rows, the one column of M = 165 split four ways (216 k-tiles: 54 a split)
     "swap_wide_split4": (
         Problem(165, 5120, 13824, "bf16"),
@@ -474,6 +490,27 @@ def _assert_ptxas_clean(ptx: str, what: str) -> None:
     assert "C7514" not in log, f"{what}: wgmma serialized by ptxas"
     spills = [int(b) for b in re.findall(r"(\d+) bytes spill stores", log)]
     assert spills and not any(spills), f"{what}: spills {spills}"
+
+
+def test_r8_deferred_epilogue_stores_a_tile_in_one_round() -> None:
+    """``epilogue=deferred`` stores the whole tile in one round: per store site one bulk
+    group and two barriers (buffers free, tile written) where the overlap epilogue of 64x256
+    takes eight rounds of 32 columns, each with its barrier pair and, from the fifth, a wait
+    for an earlier round's reads; the same TMA stores either way (8 sub-tiles a site)."""
+    kernel = _r8().KERNEL
+    problem = Problem(3488, 3072, 3072, "fp16")
+    base = "tile_m=64,tile_n=256,cluster=1,swap_ab=0,split_k=1,stream_k=0,"
+    counts = {}
+    for epilogue in ("overlap", "deferred"):
+        config = kernel.select(problem).with_overrides(base + f"epilogue={epilogue}")
+        ptx = kernel.codegen(problem, "sm_90a", config).ptx
+        counts[epilogue] = [
+            ptx.count(f) for f in ("bar.sync", "cp.async.bulk.commit_group", _TMA_STORE)
+        ]
+    (bars, groups, stores), (dbars, dgroups, dstores) = counts["overlap"], counts["deferred"]
+    sites = dgroups  # one bulk group a store site: in the tile loop and after it
+    assert sites >= 1 and groups == 8 * sites and stores == dstores == 8 * sites, counts
+    assert dbars - 2 * sites == bars - 16 * sites, counts  # the rest: the kernel's own
 
 
 def test_r8_no_pick_runs_the_padded_grouped_scheduler() -> None:
@@ -956,7 +993,8 @@ def test_r8_menu_fits_shared_memory() -> None:
     # ways out of D (TMA store, direct): 767 (the count before swapped stream-K); then the
     # 128-row wide swaps' stream-K twins (24 widths x cluster 1 or 2) in both rasters, 96
     # more: 863; then the 192-row wide swaps (12 widths, 72..160, x cluster 1 or 2, the TMA
-    # store only) in both rasters, 48 more: 911
+    # store only) in both rasters, 48 more: 911; then the deferred epilogue's twins of six
+    # small unswapped tiles: 917
     assert len(r8.MENU) <= 920, "a curated menu, not a cartesian product"
 
 

@@ -150,6 +150,18 @@ def test_grouped_tiles_are_correct(spec: KernelSpec, shard: str | None) -> None:
     _check_forced(spec, names, ["ragged", RANDOM, *GROUPED], shard)
 
 
+@pytest.mark.parametrize("spec", SPECS, ids=[s.id for s in SPECS])
+def test_deferred_epilogues_are_correct(spec: KernelSpec, shard: str | None) -> None:
+    """CuTeDSL's ``epilogue=deferred`` tiles (the whole tile staged in one round, the store
+    warp's wait on its reads at the next tile's epilogue) on the grouped grids (several tiles a
+    program, so a tile's buffers are rewritten after its stores), ragged shapes and a held-out
+    random suite. Backends without the knob have nothing to check."""
+    names = [n for n in _menu(spec) if _values(n).get("epilogue") == "deferred"]
+    if not names:
+        pytest.skip(f"not applicable: {spec.id} has no deferred epilogue")
+    _check_forced(spec, names, ["smoke", "ragged", RANDOM, *GROUPED], shard)
+
+
 #: Mid-size M for the wide swapped tiles: ragged M, N and K, one to four column tiles of M.
 MID_M = ["77x3000x512", "100x4104x2048", "338x8192x1000", "555x5000x1032", "1000x4096x4096"]
 #: Widths of the wide swapped tiles checked: the narrowest, an odd multiple of the wgmma N step

@@ -32,6 +32,16 @@ accumulators, one warpgroup or two):
 
 (with ``batch`` > 1 the two barriers are per round of ``batch`` sub-tiles, not per sub-tile.)
 
+``deferred`` (rung 8's ``epilogue=deferred``): one buffer per sub-tile, the whole tile in one
+round, and the store warp waits for the round's reads only when the buffers are next written,
+at the next tile's epilogue, where a whole K loop has passed (the order Gluon's rung 8 keeps):
+
+    name            arrives / waits            meaning
+    epi_bar (1st)   every thread, after the    the previous tile's stores have read every
+                    store warp's wait          buffer: they may be written
+    epi_bar (2nd)   every thread, after its    the tile is complete in shared memory and
+                    stmatrix + proxy fence     visible to the async proxy: the stores may go
+
 ``PipelineTmaStore`` is the store warp's bulk-group bookkeeping: ``producer_commit`` closes the
 group of the round just issued, ``producer_acquire`` waits until at most ``stages / batch - 1``
 groups still read shared memory, ``producer_tail`` drains all of them before the CTA exits.
@@ -77,6 +87,9 @@ class EpilogueConfig:
     column_major: bool = False
     #: Sub-tiles per round (one barrier pair and one bulk group); ``stages`` is a multiple.
     batch: int = 1
+    #: The whole tile in one round (``stages == batch``, one per sub-tile), its reads waited
+    #: on before the buffers are next written instead of after the stores are issued.
+    deferred: bool = False
 
 
 class TmaStoreEpilogue:
@@ -100,7 +113,9 @@ class TmaStoreEpilogue:
         self.tma_d, self.mD, self.sD = tma_d, mD, sD
         self.tile_mn, self.epi_tile, self.epi_stages = cfg.tile_mn, cfg.epi_tile, cfg.stages
         self.store_warp, self.dtype, self.batch = cfg.store_warp, dtype, cfg.batch
+        self.deferred = cfg.deferred
         assert cfg.stages % cfg.batch == 0, "buffers must hold whole rounds"
+        assert not cfg.deferred or cfg.stages == cfg.batch, "deferred: one round, a buffer each"
         self.bar = pipeline.NamedBarrier(barrier_id=cfg.barrier_id, num_threads=cfg.threads)
         # stmatrix moves 8x8 matrices, four a warp where the sub-tile is 16 columns or more
         # (a warp's accumulator rows are 16: 16 x 16 = four), two for an 8-column sub-tile.
@@ -145,6 +160,13 @@ class TmaStoreEpilogue:
         epi_n = cute.size(gD_epi, mode=[1])
         batch, in_flight = self.batch, self.rounds_in_flight
         rounds = (epi_n + batch - 1) // batch
+        if cutlass.const_expr(self.deferred):
+            # One round: the buffers are free once the previous tile's stores have read them
+            # (a whole K loop ago, so the wait rarely waits).
+            assert rounds == 1, "a deferred epilogue stores the whole tile in one round"
+            if warp_idx == self.store_warp:
+                self.pipe.producer_acquire()
+            self.bar.arrive_and_wait()
         # Every tile starts at buffer 0, so the rotation needs no state across tiles: where a
         # tile's rounds do not fill whole rotations, its last round waits until every store has
         # read its buffer (rung 7's tiles fill whole rotations and never wait).
@@ -180,13 +202,16 @@ class TmaStoreEpilogue:
                         bSG_gD[(None, epi_grid.get_hier_coord(first + i))],
                     )
                 self.pipe.producer_commit()
-                if cutlass.const_expr(drain_last and r == rounds - 1):
+                if cutlass.const_expr(self.deferred):
+                    pass  # waited on at the next tile's epilogue (above) or by ``drain``
+                elif cutlass.const_expr(drain_last and r == rounds - 1):
                     cute.arch.cp_async_bulk_wait_group(0, read=True)
                 else:
                     # Keep at most in_flight - 1 rounds reading shared memory, so the buffers
                     # written next are no longer being read.
                     self.pipe.producer_acquire()
-            self.bar.arrive_and_wait()
+            if cutlass.const_expr(not self.deferred):
+                self.bar.arrive_and_wait()
 
     def drain(self) -> None:
         """Wait for outstanding TMA stores before the CTA (and its shared memory) goes away."""

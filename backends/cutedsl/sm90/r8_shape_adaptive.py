@@ -46,7 +46,9 @@ knobs every DSL's rung 8 shares, plus ``persistent`` and ``epilogue``):
 * ``epilogue``: overlap / serial (rung 7; overlap needs the TMA-store epilogue and an
   unswapped tile: N % 8 == 0, no split; with stream-K it is the whole tiles' D that waits
   for the next unit's first MMAs) / direct (swapped tiles: predicated stores; "serial"
-  without a TMA store stores directly too).
+  without a TMA store stores directly too) / deferred (overlap's placement, the whole tile
+  in one round of buffers whose reads the next tile's epilogue waits on; six small
+  unswapped tiles, ``DEFERRED_TILES``; tune-only: the heuristic never picks it).
 
 Stages are derived, not a knob: as many as fit next to the epilogue buffers, at most 8 (12 for
 the swapped tiles, which stream B from DRAM).
@@ -76,6 +78,8 @@ at some widths, e.g. 128x72 8 instead of 9):
                  way; 128x72 25 KiB, 8 / 9; 128x256 48 KiB, 4; 256x144 50 KiB, 4)
     192xW       (192 + W) x 128 B  24 KiB (two rounds of 32 columns of 192-row sub-tiles)
                  W = 72..160: 192x72 33 KiB, 6 / 6; 192x104 37 KiB, 5 / 6; 192x160 44 KiB, 4 / 5
+    deferred    the whole tile (tile_n / 32 buffers): 64x256 32 KiB, 4 stages; 128x128 32 KiB,
+                 6; 64x128 and 128x64 16 KiB, 8; 64x64 8 KiB, 8
 
 Barriers (as rung 7; one pair per stage, counts are arrivals per phase):
 
@@ -219,8 +223,10 @@ class R8Config(GemmConfig):
 
     persistent: bool = True  # grid min(tiles, SMs) looping over tiles; else one CTA per tile
     #: "overlap": TMA store of tile i under tile i + 1's first MMAs; "serial": TMA store after
-    #: the mainloop; "direct": predicated stores from registers (swapped tiles' A/B twin). The
-    #: TMA store needs N % 8 == 0 and no split; without it "serial" stores directly too.
+    #: the mainloop; "direct": predicated stores from registers (swapped tiles' A/B twin);
+    #: "deferred": overlap's placement, the whole tile staged in one round whose reads the
+    #: next tile's epilogue waits on (``DEFERRED_TILES``; tune-only). The TMA store needs
+    #: N % 8 == 0 and no split; without it "serial" stores directly too.
     epilogue: str = "overlap"
 
 
@@ -263,6 +269,21 @@ ROWS_192_PICKED = (104, 112)
 #: The 192-row widths that may replace a stream-K pick over whole waves: those timed at three
 #: shapes or more, one wave or several (72..112; 120..160 once each).
 ROWS_192_WHOLE = tuple(tn for tn in ROWS_192_WIDTHS if tn <= 112)
+#: The unswapped tiles with a "deferred" twin (tune-only until timed; README, "Twenty-ninth
+#: version"): those whose whole tile fits the epilogue buffers at 32 KiB or less, beside four
+#: stages or more (64x256: 8 sub-tiles of 64x32, 4 stages of 40 KiB; 128x128: 4 of 128x32, 6
+#: of 32 KiB). Their serial/overlap epilogue stores 32 columns a round through four buffers,
+#: two barriers a round, and waits for each round's reads before the next: as long as the
+#: first k-tile's MMAs it hides under where the tile is 64 rows or 128 columns wide, half
+#: 128x256's. Cluster 2 where the heuristic may pair the tile (``HEURISTIC_CLUSTERS``).
+DEFERRED_TILES = (
+    (64, 256, 1),
+    (64, 128, 1),
+    (64, 64, 1),
+    (128, 128, 1),
+    (128, 128, 2),
+    (128, 64, 1),
+)
 #: K splits of the wide swapped tiles per row count (cluster 1; ``_menu``). 256 rows are not
 #: split: split 2-4 ways they were correct and slower wherever the model ranked them (H200
 #: tune, backend README "Ninth version": 72x10240x8192 256x72 split 3 102.5 % of cuBLAS,
@@ -357,6 +378,8 @@ def _menu() -> tuple[R8Config, ...]:
         for tm, tn, cluster in STREAM_K_TILES
         for epilogue in ("overlap", "serial")
     ]
+    # The deferred epilogue's twins of the small unswapped tiles (``DEFERRED_TILES``).
+    menu += [R8Config(tm, tn, c, epilogue="deferred") for tm, tn, c in DEFERRED_TILES]
     return tuple(dict.fromkeys(menu))  # rung 7's default appears twice
 
 
@@ -399,8 +422,14 @@ def _valid(problem: Problem, config: R8Config) -> str | None:
         return "stream-K: unsplit, persistent, the TMA-store epilogue and N % 8 == 0"
     if config.stream_k and config.swap_ab and (config.tile_m, config.wide_swap) != (128, True):
         return "stream-K swapped: wide tiles of 128 rows only"
-    if config.epilogue == "overlap" and (config.swap_ab or not tma_epi):
-        return "overlap needs the TMA-store epilogue of an unswapped tile (N % 8 == 0, no split_k)"
+    if config.epilogue in ("overlap", "deferred") and (config.swap_ab or not tma_epi):
+        return (
+            f"{config.epilogue} needs the TMA-store epilogue of an unswapped tile "
+            "(N % 8 == 0, no split_k)"
+        )
+    deferred_fits = config.tile_m * config.tile_n <= 128 * 128  # its buffers hold the tile
+    if config.epilogue == "deferred" and (config.stream_k or not deferred_fits):
+        return "deferred: data-parallel tiles of 128 x 128 elements or fewer"
     if config.split_k > cdiv(problem.k, BLOCK_K):
         return f"split_k={config.split_k} leaves a split without a k-tile (K={problem.k})"
     if workspace_elems(problem, config) >= 2**31:
@@ -707,7 +736,8 @@ class Gemm:
         self.swap, self.split_k, self.stream_k = config.swap_ab, config.split_k, config.stream_k
         self.tma_store = tma_store  # D's rows are 16-byte aligned (N % 8 == 0)
         self.tma_epi = _tma_epilogue(tma_store, config)
-        self.overlap = self.tma_epi and config.epilogue == "overlap"
+        self.overlap = self.tma_epi and config.epilogue in ("overlap", "deferred")
+        self.deferred = self.tma_epi and config.epilogue == "deferred"
         # CUTLASS's scheduler's L2 grouping rounds the tile count along N (raster m) or M
         # (raster n) up to a multiple of the group, and the padded work units are *valid*
         # tiles to it: unguarded, each runs the whole K loop (TMA of the real rows of the other
@@ -767,6 +797,10 @@ class Gemm:
             epi_n = next(w for w in (EPI_N, 16, 8) if self.tile_n % w == 0)
             self.epi_batch = min(EPI_N, self.tile_n) // epi_n
             self.epi_stages = 2 * self.epi_batch
+        elif self.deferred:
+            # A buffer per 32-column sub-tile, all stored in one round (``DEFERRED_TILES``).
+            epi_rows, epi_n = self.tile_m, EPI_N
+            self.epi_batch = self.epi_stages = max(1, self.tile_n // EPI_N)
         else:
             # Every tile starts at buffer 0; sub-tiles that fill whole rounds of buffers never
             # wait for a store to drain: the 160-wide tile's five sub-tiles take five buffers,
@@ -788,6 +822,7 @@ class Gemm:
             EPI_STORE_WARP,
             column_major=self.swap,
             batch=self.epi_batch,
+            deferred=self.deferred,
         )
 
     # -- host: layouts, TMA descriptors, launches -------------------------------------------
