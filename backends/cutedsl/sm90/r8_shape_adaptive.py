@@ -273,9 +273,9 @@ ROWS_192_WHOLE = tuple(tn for tn in ROWS_192_WIDTHS if tn <= 112)
 #: version"): those whose whole tile fits the epilogue buffers at 32 KiB or less, beside four
 #: stages or more (64x256: 8 sub-tiles of 64x32, 4 stages of 40 KiB; 128x128: 4 of 128x32, 6
 #: of 32 KiB). Their serial/overlap epilogue stores 32 columns a round through four buffers,
-#: two barriers a round, and waits for each round's reads before the next: as long as the
-#: first k-tile's MMAs it hides under where the tile is 64 rows or 128 columns wide, half
-#: 128x256's. Cluster 2 where the heuristic may pair the tile (``HEURISTIC_CLUSTERS``).
+#: two barriers a round (eight rounds at 64x256, from the fifth on waiting for an earlier
+#: round's reads), under first k-tile MMAs half as long as 128x256's where the tile is 64 rows
+#: or 128 columns wide. Cluster 2 where the heuristic may pair the tile (``HEURISTIC_CLUSTERS``).
 DEFERRED_TILES = (
     (64, 256, 1),
     (64, 128, 1),
