@@ -51,6 +51,7 @@ __all__ = [
     "fit",
     "heuristic_allows",
     "heuristic_raster",
+    "idle_share",
     "named",
     "ranked",
     "split_cover",
@@ -58,6 +59,7 @@ __all__ = [
     "swap_fits",
     "swap_raster",
     "whole_wave_swap",
+    "whole_wave_transpose",
 ]
 
 
@@ -657,6 +659,75 @@ def whole_wave_swap(
     return None
 
 
+#: The M a :func:`whole_wave_transpose` may change: the band its A/B timed (H200, M 1152-4736
+#: at N 2112-3584), where unswapped 128-row tiles leave a wave part-empty and cuBLAS runs M on
+#: the wgmma N side (``nvjet_sm90_hsh_128x288`` at 3906x7168x5120, 192x176 at 4200x3072x3072).
+TRANSPOSE_M = (1024, 5120)
+#: The least share of its waves' SM time an unswapped pick must leave idle for
+#: :func:`whole_wave_transpose` to replace it: 4736x3072x3072's 128x192 pair (4.61 waves, 0.08
+#: idle) lost 8 points of cuBLAS to a whole-wave swap, 3456x3072x3072's 128x128 (4.91, 0.02)
+#: won by 2; 4096^3 and 8192^3 (rung 7's tile, 0.03) stay.
+TRANSPOSE_IDLE = 0.05
+#: The least share of its waves' SM time a :func:`whole_wave_transpose` tile must fill (the
+#: winners timed filled 0.97-1.00).
+TRANSPOSE_FILL = 0.95
+#: The most the model may price a :func:`whole_wave_transpose` tile over the pick it replaces:
+#: it charges the pick's part-empty wave too little (1152x3072x3072: 128x256 modelled 42 us,
+#: ran 48; 128x112 swapped modelled 48, ran 43, 14 % over the pick's estimate; 1107x5120x4096:
+#: 128x88 swapped modelled 17 % over, ran 96.7 % of cuBLAS against the pick's 91.9), but a
+#: narrow swap priced further over still loses (1248x2112x7168: 128x88 modelled 28 % over, ran
+#: 82 % against the pick's 89).
+TRANSPOSE_SLACK = 1.2
+
+
+def idle_share(config: GemmConfig, problem: Problem, num_sms: int = HOPPER.num_sms) -> float:
+    """The share of its waves' SM time ``config``'s unsplit tiles leave idle on a persistent grid
+    of one program per cluster: 0 for whole waves, (1 - 0.82) / 1 for 108 tiles on 132 SMs."""
+    programs = num_sms // config.cluster
+    slots = cdiv(config.tiles(problem), programs) * programs
+    return (slots - config.tiles(problem)) / slots
+
+
+def whole_wave_transpose(
+    problem: Problem,
+    chosen: C,
+    candidates: Iterable[C],
+    seconds: Callable[[C], float],
+    num_sms: int = HOPPER.num_sms,
+) -> C | None:
+    """The swapped tile that replaces ``chosen``, an unswapped unsplit tile leaving at least
+    ``TRANSPOSE_IDLE`` of its waves idle at M in ``TRANSPOSE_M``, or None: the one the model
+    (``seconds``) prices cheapest among ``candidates`` (the kernel's swapped tiles, unsplit, its
+    structural rules kept) whose tiles fill ``TRANSPOSE_FILL`` of their waves, if within
+    ``TRANSPOSE_SLACK`` of ``chosen``'s price.
+
+    With M on the wgmma N side the tile's width may be any of the kernel's widths, so the
+    tiles can fill whole waves where 128- or 256-column tiles of M cannot; :func:`swap_fits`
+    refuses it (M is no short side). A rule the model does not see: it prices a part-empty
+    last wave as if its SMs ran faster (``idle_boost``). H200, % of cuBLAS, pick -> this tile:
+    1152x3072x3072 101.6 -> 112.4 (128x112), 1248x2112x7168 89.2 -> 107.5 (192x104, one wave),
+    1728x3072x3072 83.7 -> 97.2 (128x160), 3072x3584x3584 87.0 -> 97.3 (128x224),
+    4736x3072x3072 101.1 -> 108.9 (128x144) (CuTeDSL README, "Thirtieth version")."""
+    if chosen.swap_ab or chosen.split_k > 1 or chosen.stream_k:
+        return None
+    if not TRANSPOSE_M[0] <= problem.m <= TRANSPOSE_M[1]:
+        return None
+    if idle_share(chosen, problem, num_sms) < TRANSPOSE_IDLE:
+        return None
+    fits = [
+        c
+        for c in candidates
+        if c.swap_ab
+        and c.split_k == 1
+        and not c.stream_k
+        and 1 - idle_share(c, problem, num_sms) >= TRANSPOSE_FILL
+    ]
+    if not fits:
+        return None
+    best = min(fits, key=lambda c: (seconds(c), -c.tile_n))
+    return best if seconds(best) <= TRANSPOSE_SLACK * seconds(chosen) else None
+
+
 #: L2 of an H100 and an H200 (50 MB): an operand larger than this comes from DRAM again on
 #: every pass a tile order makes over it.
 L2_BYTES = 50 * 2**20
@@ -673,9 +744,13 @@ def swap_raster(problem: Problem) -> str:
 
 
 def heuristic_raster(problem: Problem, config: GemmConfig) -> str:
-    """The raster a heuristic runs ``config`` with: :func:`swap_raster` for a wide swap, else
-    m (the tile order the cost model cannot see; backends pin their group likewise)."""
-    return swap_raster(problem) if config.wide_swap else "m"
+    """The raster a heuristic runs ``config`` with: :func:`swap_raster` for a wide swap of up to
+    ``MAX_SWAP_COLUMNS`` column tiles, else m (the tile order the cost model cannot see;
+    backends pin their group likewise), as :func:`whole_wave_transpose`'s tiles of M in 11 to
+    33 columns were timed."""
+    if config.wide_swap and cdiv(problem.m, config.tile_n) <= MAX_SWAP_COLUMNS:
+        return swap_raster(problem)
+    return "m"
 
 
 #: M where unswapped tiles (64 or 128 rows) pad M to 128 rows, more than a quarter of them

@@ -240,6 +240,66 @@ def test_a_whole_wave_swap_replaces_stream_k_where_its_tiles_fill_whole_waves() 
     assert tile_cost.whole_wave_swap(Problem(184, 37888, 3584), unswapped, 192, widths) is None
 
 
+def test_idle_share_counts_the_empty_slots_of_the_last_wave() -> None:
+    p = Problem(1152, 3072, 3072)  # 9 x 12 = 108 tiles of 128x256
+    assert tile_cost.idle_share(GemmConfig(128, 256, 1), p, 132) == pytest.approx(24 / 132)
+    # a pair: 5 x 12 = 60 cluster tiles of 256 rows on 66 programs; whole waves: none idle
+    assert tile_cost.idle_share(GemmConfig(128, 256, 2), p, 132) == pytest.approx(6 / 66)
+    assert tile_cost.idle_share(GemmConfig(128, 112, 1, swap_ab=True), p, 132) == 0  # 24 x 11
+
+
+def _transpose_candidates(widths: Sequence[int]) -> list[GemmConfig]:
+    return [GemmConfig(128, w, 1, swap_ab=True) for w in widths]
+
+
+def test_a_whole_wave_transpose_replaces_a_part_empty_wave_at_mid_m() -> None:
+    """An unswapped pick leaving 5 % or more of its waves idle at M 1024-5120 gives way to the
+    cheapest swapped candidate filling 95 % of its waves, within the slack of its price."""
+    widths = range(72, 257, 8)
+    cands = _transpose_candidates(widths)
+    pick = GemmConfig(128, 256, 1)  # 1152x3072x3072: 108 tiles, 0.18 idle
+    p = Problem(1152, 3072, 3072)
+    whole = tile_cost.whole_wave_transpose(p, pick, cands, lambda c: 1.0)
+    # 24 row tiles of N: 11 columns of 112 make 264 = two waves (120: 24 x 10 = 240, 0.91 of
+    # two); every fitting candidate costs the same, so the widest wins the tie
+    assert whole == GemmConfig(128, 112, 1, swap_ab=True)
+    # a cheaper fitting one is taken (72: 24 x 16 = 384, 0.97 of three waves); a non-fitting
+    # one (128: 24 x 9 = 216, 0.82 of two) never is, however cheap
+    narrow, unfit = GemmConfig(128, 72, 1, swap_ab=True), GemmConfig(128, 128, 1, swap_ab=True)
+    cheap = {narrow: 0.9, unfit: 0.1}
+    priced = tile_cost.whole_wave_transpose(p, pick, cands, lambda c: cheap.get(c, 1.0))
+    assert priced == narrow
+    # priced over the slack against the pick: kept
+    over = lambda c: 1.0 if c == pick else 1.0 + tile_cost.TRANSPOSE_SLACK  # noqa: E731
+    assert tile_cost.whole_wave_transpose(p, pick, cands, over) is None
+    # whole waves already (3456x3072x3072 as 128x128: 27 x 24 = 648 tiles, 0.02 idle), M out
+    # of the band, a swapped, split or stream-K pick: none
+    assert (
+        tile_cost.whole_wave_transpose(
+            Problem(3456, 3072, 3072), GemmConfig(128, 128, 1), cands, lambda c: 1.0
+        )
+        is None
+    )
+    for m in (1000, 5200):
+        assert (
+            tile_cost.whole_wave_transpose(Problem(m, 3072, 3072), pick, cands, lambda c: 1.0)
+            is None
+        ), m
+    for other in (
+        GemmConfig(128, 200, 1, swap_ab=True),
+        dataclasses.replace(pick, split_k=2),
+        dataclasses.replace(pick, stream_k=True),
+    ):
+        assert tile_cost.whole_wave_transpose(p, other, cands, lambda c: 1.0) is None
+    # no candidate fills its waves: none (N = 3000 in 24 row tiles, M = 1153 ragged)
+    assert (
+        tile_cost.whole_wave_transpose(
+            Problem(1153, 3000, 3072), pick, _transpose_candidates([248]), lambda c: 1.0
+        )
+        is None
+    )
+
+
 def test_heuristic_rules_and_the_cheapest_allowed() -> None:
     assert swap_cover(Problem(1, 4096, 4096)) == 16
     assert swap_cover(Problem(33, 4096, 4096)) == 64
@@ -405,6 +465,13 @@ def test_a_wide_swap_walks_d_m_first_only_where_b_outgrows_l2() -> None:
         assert not heuristic_allows(problem, dataclasses.replace(c, raster=other))
     # an unswapped tile (and a narrow swap) stays raster m whatever B's size
     assert not heuristic_allows(small, GemmConfig(128, 256, 2, raster="n"))
+    # M past ``MAX_SWAP_COLUMNS`` column tiles (a whole-wave transpose): m, as timed
+    transposed = Problem(4736, 3072, 3072)
+    assert swap_raster(transposed) == "n"
+    assert tile_cost.heuristic_raster(transposed, GemmConfig(128, 144, 1, swap_ab=True)) == "m"
+    assert tile_cost.heuristic_raster(Problem(1152, 3072, 3072), GemmConfig(128, 160, 1, True)) == (
+        "n"  # 8 columns: a swap swap_fits may take
+    )
 
 
 def test_an_untimed_tile_takes_its_neighbours_efficiency() -> None:
