@@ -1094,6 +1094,35 @@ def test_r8_trades_stream_k_for_192_rows_over_whole_waves() -> None:
         assert not (pick.tile_m == 192 and pick.ctas(p) > 132), p.key
 
 
+def test_r8_transposes_a_part_empty_wave_at_mid_m() -> None:
+    """At M 1024-5120, where the unswapped pick leaves 5 % of its waves idle or more, the
+    heuristic runs the swapped tile whose tiles fill its waves (``harness.tile_cost.
+    whole_wave_transpose``), raster m, serial epilogue: H200 A/Bs, % of cuBLAS, 1152x3072x3072
+    101.6 -> 112.4, 1248x2112x7168 89.2 -> 107.5, 4736x3072x3072 101.1 -> 108.9,
+    2456x4608x4096 88.9 -> 99.4, 1107x5120x4096 91.9 -> 96.7 (README, "Thirtieth version").
+    Whole waves (3456x3072x3072: 128x128 97.4 against 95.6 swapped), rung 7's 4096^3 and
+    8192^3, K <= ``ONE_COLUMN_SWAP_K`` and every `sweep` pick stay."""
+    r8 = _r8()
+    want = {
+        (1152, 3072, 3072): "128x112 swap",
+        (1248, 2112, 7168): "192x104 swap",
+        (1728, 3072, 3072): "128x160 swap",
+        (3072, 3584, 3584): "128x224 swap",
+        (4736, 3072, 3072): "128x144 swap",
+        (2456, 4608, 4096): "128x224 swap",
+        (1107, 5120, 4096): "128x88 swap",
+    }
+    _assert_picks(r8, want, "serial")
+    for shape in want:
+        assert r8._heuristic(Problem(*shape, "fp16")).raster == "m", shape
+    assert r8._heuristic(Problem(3456, 3072, 3072, "fp16")).label == "128x128"
+    for shape in ((4096, 4096, 4096), (8192, 8192, 8192), (4095, 4097, 520)):
+        assert not r8._heuristic(Problem(*shape, "fp16")).swap_ab, shape
+    for p in expand(["sweep"]):
+        pick = r8._heuristic(p)
+        assert not (pick.wide_swap and p.m > 8 * pick.tile_n), p.key
+
+
 def test_r8_short_k_wide_swaps_take_one_column_only() -> None:
     """At K <= ONE_COLUMN_SWAP_K (16 k-steps) no wide swap takes M in several column tiles
     (their serial epilogue is too big a share of each tile); M in one column still swaps, and

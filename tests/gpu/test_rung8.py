@@ -191,6 +191,33 @@ def test_wide_swapped_tiles_are_correct(spec: KernelSpec, shard: str | None) -> 
     _check_forced(spec, names, ["ragged", *MID_M], shard)
 
 
+#: M the long side or nearly, ragged M, N and K: a swapped tile with M in 5 to 33 column tiles
+#: (``harness.tile_cost.whole_wave_transpose``: 4736x3072x3072 runs as 33 columns of 144).
+TRANSPOSED = ["1153x3000x1032", "2411x2112x1096", "4737x3072x3064"]
+#: The widths its A/B timed there (CuTeDSL README, "Thirtieth version").
+TRANSPOSED_WIDTHS = ("104", "112", "144", "160", "224")
+
+
+@pytest.mark.parametrize("spec", SPECS, ids=[s.id for s in SPECS])
+def test_whole_wave_transposes_are_correct(spec: KernelSpec, shard: str | None) -> None:
+    """The 128- and 192-row swapped tiles, one CTA, at ``TRANSPOSED_WIDTHS`` where M is no
+    short side: many column tiles of M, M past N. A backend without such tiles skips."""
+    names = [
+        n
+        for n in _menu(spec)
+        if _values(n)["swap_ab"] == "1"
+        and _values(n)["tile_m"] in ("128", "192")
+        and _values(n)["tile_n"] in TRANSPOSED_WIDTHS
+        and (_values(n)["cluster"], _values(n)["split_k"], _values(n)["stream_k"])
+        == ("1", "1", "0")
+        and _values(n).get("raster", "m") == "m"
+        and _serial(n)
+    ]
+    if not names:
+        pytest.skip(f"not applicable: {spec.id} has no swapped tile {TRANSPOSED_WIDTHS} wide")
+    _check_forced(spec, names, TRANSPOSED, shard)
+
+
 def _serial(name: str) -> bool:
     """The serial epilogue only: the swapped tiles' other way out (direct stores) is
     ``test_swapped_tma_store_epilogues_are_correct``'s, not multiplied over every width."""

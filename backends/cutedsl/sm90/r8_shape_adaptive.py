@@ -9,13 +9,16 @@ knobs every DSL's rung 8 shares, plus ``persistent`` and ``epilogue``):
 * ``tile_m`` x ``tile_n``: the CTA tile on the wgmma M x N sides. ``tile_m`` is 64 (one consumer
   warpgroup), 128 (two, as rung 7), 192 (three of 64 rows at 152 registers a thread; wide
   swaps of 72 to 160 columns only, picked 104 or 112 wide where their tiles fill one wave, or
-  in place of stream-K where they fill whole waves) or
+  in place of stream-K or of a part-empty wave of unswapped tiles where they fill whole
+  waves) or
   256 (two of 128 rows each; wide swaps up to 144 columns only); ``tile_n`` 16 to 256 (the
   wgmma N; 16 and 32 only swapped; 160 for N = 10240, which 128-wide tiles quantize badly;
   192, a step between 128 and 256 for tile counts that fill the last wave better).
 * ``cluster``: 1, or 2 CTAs along M sharing the B tile by TMA multicast (rung 7).
 * ``swap_ab``: compute D^T[N, M] = B A^T. Small M then sits on the wgmma N side (n16 / n32 /
-  n64, the narrowest that covers M) and N fills the M side (64 or 128 rows a CTA); A and B
+  n64, the narrowest that covers M) and N fills the M side (64 or 128 rows a CTA); at M
+  1024-5120 a wide swap of 11 to 33 column tiles of M may fill whole waves where unswapped
+  tiles leave one part-empty (``harness.tile_cost.whole_wave_transpose``); A and B
   swap roles and D is written through a column-major view (D^T(i, j) at i + j * ld): by TMA
   store (``stmatrix .trans`` into M-major buffers; ``_epilogue.py``) or, ``epilogue=direct``,
   by predicated stores from registers, whose per-element writes along D's rows half-fill
@@ -134,7 +137,12 @@ or three column tiles, where that fills more of one wave (README, "Twenty-sevent
 cover streams the weights slower per CTA than the model says); and
 ``harness.tile_cost.whole_wave_swap`` trades a stream-K wide swap for a 192-row swapped tile
 where its tiles fill two waves or more, the last to 90 % or more (README, "Twenty-eighth
-version": stream-K's partials and reduce cost more than a whole last wave). ``_ranked``
+version": stream-K's partials and reduce cost more than a whole last wave); and
+``harness.tile_cost.whole_wave_transpose`` trades an unswapped pick leaving 5 % of its waves
+idle or more at M 1024-5120 for a 128-row (or one-wave 192-row) swapped tile whose tiles fill
+95 % of theirs, the widths ``swap_fits`` refuses there (M in more than 8 column tiles, or M
+past N) open (README, "Thirtieth version": the model prices a part-empty wave too low).
+``_ranked``
 orders the whole menu by the same model for ``bench --tune --tune-top N``; a tuned table
 (``tuned/<gpu>.json``) overrides the heuristic for the exact shapes it holds.
 
@@ -185,6 +193,7 @@ from harness.tile_cost import (
     ranked,
     split_cover,
     whole_wave_swap,
+    whole_wave_transpose,
 )
 
 # -- constants -------------------------------------------------------------------------------
@@ -269,10 +278,12 @@ ROWS_192_PICKED = (104, 112)
 #: The 192-row widths that may replace a stream-K pick over whole waves: those timed at three
 #: shapes or more, one wave or several (72..112; 120..160 once each).
 ROWS_192_WHOLE = tuple(tn for tn in ROWS_192_WIDTHS if tn <= 112)
-#: The unswapped tiles with a "deferred" twin (tune-only until timed; README, "Twenty-ninth
-#: version"): those whose whole tile fits the epilogue buffers at 32 KiB or less, beside four
-#: stages or more (64x256: 8 sub-tiles of 64x32, 4 stages of 40 KiB; 128x128: 4 of 128x32, 6
-#: of 32 KiB). Their serial/overlap epilogue stores 32 columns a round through four buffers,
+#: The unswapped tiles with a "deferred" twin (tune-only: timed on the H200 against overlap at
+#: 8 shapes of 64x64, 64x128 and 64x256, it won once, by 3.5 points, and lost 0.1-1.1 at the
+#: others; README, "Twenty-ninth version"): those whose whole tile fits the epilogue buffers
+#: at 32 KiB or less, beside four stages or more (64x256: 8 sub-tiles of 64x32, 4 stages of
+#: 40 KiB; 128x128: 4 of 128x32, 6 of 32 KiB). Their serial/overlap epilogue stores 32 columns
+#: a round through four buffers,
 #: two barriers a round (eight rounds at 64x256, from the fifth on waiting for an earlier
 #: round's reads), under first k-tile MMAs half as long as 128x256's where the tile is 64 rows
 #: or 128 columns wide. Cluster 2 where the heuristic may pair the tile (``HEURISTIC_CLUSTERS``).
@@ -626,14 +637,38 @@ def _heuristic(problem: Problem) -> R8Config:
     33..64 a split cover (``harness.tile_cost.split_cover``: 64x32, 128x32 or 128x16, M in
     two or three column tiles) replaces the 64-column cover where it fills more of one wave;
     a 192-row swapped tile (``harness.tile_cost.whole_wave_swap``) replaces a stream-K wide
-    swap where its tiles fill two waves or more, the last to 90 % or more."""
+    swap where its tiles fill two waves or more, the last to 90 % or more; at M 1024-5120 a
+    swapped tile of ``_transposes`` (``harness.tile_cost.whole_wave_transpose``) replaces an
+    unswapped pick whose waves are 5 % idle or more, where its own fill 95 % of theirs."""
 
     allowed = functools.partial(_allowed, problem)
     pick = cheapest(problem, MENU, _valid, allowed, block_k=BLOCK_K, model=COST)
     whole = whole_wave_swap(problem, pick, 192, ROWS_192_WHOLE)
     if whole in MENU and _valid(problem, whole) is None and _structurally_allowed(problem, whole):
         return whole
-    return split_cover(problem, pick) or pick
+    seconds = functools.partial(COST.seconds, problem, block_k=BLOCK_K)
+    transposed = whole_wave_transpose(problem, pick, _transposes(problem), seconds)
+    return transposed or split_cover(problem, pick) or pick
+
+
+def _transposes(problem: Problem) -> list[R8Config]:
+    """The swapped tiles ``harness.tile_cost.whole_wave_transpose`` may trade an unswapped pick
+    for at M 1024-5120, as its A/B timed them (README, "Thirtieth version"): 128 rows, or 192
+    where ``_three_warpgroup_swap_pays`` (104 or 112 wide, one wave); one CTA, raster m, the
+    serial epilogue of every wide swap; several column tiles of M, so none at K <=
+    ``ONE_COLUMN_SWAP_K`` (the serial epilogue's share of a short K loop)."""
+    if problem.k <= ONE_COLUMN_SWAP_K:
+        return []
+    return [
+        c
+        for c in MENU
+        if c.wide_swap
+        and c.tile_m in (128, 192)
+        and _three_warpgroup_swap_pays(problem, c)
+        and (c.cluster, c.raster, c.group, c.persistent) == (1, "m", 8, True)
+        and c.epilogue == "serial"
+        and _valid(problem, c) is None
+    ]
 
 
 #: The K up to which a wide swap may hold M in one column tile only: its epilogue is serial
