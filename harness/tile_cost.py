@@ -659,8 +659,8 @@ def whole_wave_swap(
     return None
 
 
-#: The M a :func:`whole_wave_transpose` may change: the band its A/B timed (H200, M 1152-4736
-#: at N 2112-3584), where unswapped 128-row tiles leave a wave part-empty and cuBLAS runs M on
+#: The M a :func:`whole_wave_transpose` may change: the band its A/B timed (H200, M 1107-4736
+#: at N 2112-5120), where unswapped 128-row tiles leave a wave part-empty and cuBLAS runs M on
 #: the wgmma N side (``nvjet_sm90_hsh_128x288`` at 3906x7168x5120, 192x176 at 4200x3072x3072).
 TRANSPOSE_M = (1024, 5120)
 #: The least share of its waves' SM time an unswapped pick must leave idle for
@@ -682,7 +682,7 @@ TRANSPOSE_SLACK = 1.2
 
 def idle_share(config: GemmConfig, problem: Problem, num_sms: int = HOPPER.num_sms) -> float:
     """The share of its waves' SM time ``config``'s unsplit tiles leave idle on a persistent grid
-    of one program per cluster: 0 for whole waves, (1 - 0.82) / 1 for 108 tiles on 132 SMs."""
+    of one program per cluster: 0 for whole waves, 24 / 132 for 108 tiles on 132 SMs."""
     programs = num_sms // config.cluster
     slots = cdiv(config.tiles(problem), programs) * programs
     return (slots - config.tiles(problem)) / slots
@@ -703,8 +703,11 @@ def whole_wave_transpose(
 
     With M on the wgmma N side the tile's width may be any of the kernel's widths, so the
     tiles can fill whole waves where 128- or 256-column tiles of M cannot; :func:`swap_fits`
-    refuses it (M is no short side). A rule the model does not see: it prices a part-empty
-    last wave as if its SMs ran faster (``idle_boost``). H200, % of cuBLAS, pick -> this tile:
+    refuses it (M is no short side), and the model, left to rank such tiles everywhere, would
+    take them where the pick's waves are already whole (3456x3072x3072: 128x160 swapped priced
+    4 % under 128x128, ran 1.8 points of cuBLAS behind); under one wave it prices the pick's
+    idle SMs as clocking higher (``idle_boost``), hence the slack. H200, % of cuBLAS, pick ->
+    this tile:
     1152x3072x3072 101.6 -> 112.4 (128x112), 1248x2112x7168 89.2 -> 107.5 (192x104, one wave),
     1728x3072x3072 83.7 -> 97.2 (128x160), 3072x3584x3584 87.0 -> 97.3 (128x224),
     4736x3072x3072 101.1 -> 108.9 (128x144) (CuTeDSL README, "Thirtieth version")."""

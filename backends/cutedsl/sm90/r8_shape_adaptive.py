@@ -141,7 +141,7 @@ version": stream-K's partials and reduce cost more than a whole last wave); and
 ``harness.tile_cost.whole_wave_transpose`` trades an unswapped pick leaving 5 % of its waves
 idle or more at M 1024-5120 for a 128-row (or one-wave 192-row) swapped tile whose tiles fill
 95 % of theirs, the widths ``swap_fits`` refuses there (M in more than 8 column tiles, or M
-past N) open (README, "Thirtieth version": the model prices a part-empty wave too low).
+past N) open (README, "Thirtieth version": unswapped tiles leave a wave part-empty there).
 ``_ranked``
 orders the whole menu by the same model for ``bench --tune --tune-top N``; a tuned table
 (``tuned/<gpu>.json``) overrides the heuristic for the exact shapes it holds.
