@@ -683,9 +683,9 @@ TRANSPOSE_SLACK = 1.2
 def idle_share(config: GemmConfig, problem: Problem, num_sms: int = HOPPER.num_sms) -> float:
     """The share of its waves' SM time ``config``'s unsplit tiles leave idle on a persistent grid
     of one program per cluster: 0 for whole waves, 24 / 132 for 108 tiles on 132 SMs."""
-    programs = num_sms // config.cluster
-    slots = cdiv(config.tiles(problem), programs) * programs
-    return (slots - config.tiles(problem)) / slots
+    tiles, programs = config.tiles(problem), num_sms // config.cluster
+    slots = cdiv(tiles, programs) * programs
+    return (slots - tiles) / slots
 
 
 def whole_wave_transpose(
