@@ -8,7 +8,8 @@ exactly rung 7's shape (128x256 per CTA, two consumer warpgroups, 2-CTA cluster,
 Changes from rung 7 (``multi_consumer``):
   * the kernel is a family: ``NUM_CONSUMERS`` 1 or 2 (a 64- or 128-row CTA tile of
     ``wgmma m64nNk16``; a wide swap may also have 256 rows, two consumers of 128 rows whose
-    accumulators are two m64 blocks each), a tile width of 16..256 (powers of two: Triton's
+    accumulators are two m64 blocks each, or 192, three consumers of 64 rows under a smaller
+    register share, ``CONSUMER_REGS_3``), a tile width of 16..256 (powers of two: Triton's
     block shapes must be; a wide swap's may be the sum of two), ``CLUSTER`` 1 (no multicast,
     no pair barrier) or 2 (rung 7's B multicast); the stage count is the most that fits the
     shared memory;
@@ -127,7 +128,7 @@ from harness.tile_cost import (
 
 # -- constants --------------------------------------------------------------------------------
 SUB_M = 64  # rows of one wgmma (m64): a consumer warpgroup's rows, or half of a 256-row tile's
-MAX_CONSUMERS = 2  # consumer warpgroups a CTA (a 256-row tile: two of 128 rows)
+MAX_CONSUMERS = 3  # consumer warpgroups a CTA (a 192-row tile; a 256-row tile: two of 128 rows)
 #: The widest 256-row wide swap: each consumer thread holds W fp32 accumulators (two m64 blocks
 #: of W / 2), and from W = 160 the ring and the D^T buffers no longer fit three stages.
 SWAP_WIDE_256 = 144
@@ -141,6 +142,10 @@ MAX_STAGES_SWAP = 12
 PRODUCER_WARPS = 1
 PRODUCER_REGS = 40  # setmaxnreg.dec for the TMA warp
 CONSUMER_REGS = 232  # setmaxnreg.inc for the second consumer warpgroup
+#: Three consumers (192 rows) and the producer's warpgroup share the SM's 64K registers four
+#: ways: 40 x 128 for the producer leaves 157 a consumer thread, rounded down to setmaxnreg's
+#: step of 8; the default partition (consumer 0) takes what the two workers leave (168).
+CONSUMER_REGS_3 = 152
 MAX_WORKSPACE_BYTES = 256 << 20  # fp32 partials; the heuristic's splits need < 10 MiB
 REDUCE_BLOCK_N = 512  # the split-K reduction: 4 warps x 32 lanes x 4 columns per row
 SK_REDUCE_BLOCK_M, SK_REDUCE_BLOCK_N = 32, 64  # the stream-K reduction's block of a tile
@@ -617,7 +622,13 @@ def r8_shape_adaptive_kernel(
         ROWS_FIRST,
     )
     # -- roles --
-    if NUM_CONSUMERS == 2:
+    if NUM_CONSUMERS == 3:
+        gl.warp_specialize(
+            [(_consumer, (s, 0)), (_producer, (s,)), (_consumer, (s, 1)), (_consumer, (s, 2))],
+            [PRODUCER_WARPS, 4, 4],
+            [PRODUCER_REGS, CONSUMER_REGS, CONSUMER_REGS],
+        )
+    elif NUM_CONSUMERS == 2:
         gl.warp_specialize(
             [(_consumer, (s, 0)), (_producer, (s,)), (_consumer, (s, 1))],
             [PRODUCER_WARPS, 4],
@@ -738,9 +749,9 @@ class R8Config(GemmConfig):
 
     @property
     def num_consumers(self) -> int:
-        """Consumer warpgroups a CTA: one per 64 rows, at most ``MAX_CONSUMERS`` (a 256-row
-        tile has two of 128 rows, each issuing two m64 wgmmas a k16)."""
-        return min(MAX_CONSUMERS, self.tile_m // SUB_M)
+        """Consumer warpgroups a CTA: one per 64 rows up to ``MAX_CONSUMERS`` (192 rows: three);
+        a 256-row tile has two of 128 rows, each issuing two m64 wgmmas a k16."""
+        return self.tile_m // SUB_M if self.tile_m <= MAX_CONSUMERS * SUB_M else 2
 
     @property
     def consumer_rows(self) -> int:
@@ -805,6 +816,12 @@ def _menu() -> tuple[R8Config, ...]:
     for tn in (w for w in SWAP_WIDE if w <= SWAP_WIDE_256):
         for cluster in (2, 1):
             menu += [R8Config(256, tn, cluster, swap_ab=True, raster=r) for r in ("m", "n")]
+    # 192 rows of N a CTA (three consumer warpgroups of 64 rows): the row count cuBLAS and the
+    # CuTeDSL rung 8 run at mid M where N / 128 row tiles overfill a wave and N / 256 leave it
+    # part-empty. Tune-only until timed here (``_allowed``).
+    for tn in ROWS_192_WIDTHS:
+        for cluster in (2, 1):
+            menu += [R8Config(192, tn, cluster, swap_ab=True, raster=r) for r in ("m", "n")]
     # Stream-K over the 128-row wide swaps: N's row tiles leaving the last wave part-empty
     # run the tail's k-iterations on every SM (the CuTeDSL rung 8's nineteenth version).
     for tn in SWAP_WIDE:
@@ -821,6 +838,11 @@ def _menu() -> tuple[R8Config, ...]:
 #: share of its column tiles to the next of them: 338 rows as 2 x 192, where CuTeDSL, with
 #: every multiple of 8, runs 2 x 176).
 SWAP_WIDE = (72, 80, 96, 128, 136, 144, 160, 192, 256)
+#: The widest 192-row wide swap: a consumer thread holds W / 2 fp32 accumulators (one m64 block)
+#: within ``CONSUMER_REGS_3``, and its ring keeps three stages beside the D^T buffers.
+SWAP_WIDE_192 = 160
+#: The 192-row swapped widths the menu holds: 72..160.
+ROWS_192_WIDTHS = tuple(w for w in SWAP_WIDE if w <= SWAP_WIDE_192)
 
 
 #: (tile_m, tile_n, cluster) of the stream-K configs.
@@ -841,6 +863,8 @@ def _valid(problem: Problem, config: R8Config) -> str | None:
         return f"splits K = {problem.k} ({k_tiles} k-tiles) into {config.split_k} parts"
     if config.tile_m == 256 and not (config.wide_swap and config.tile_n <= SWAP_WIDE_256):
         return f"256 rows a CTA: only a wide swap up to {SWAP_WIDE_256} columns (accumulators)"
+    if config.tile_m == 192 and not (config.wide_swap and config.tile_n <= SWAP_WIDE_192):
+        return f"192 rows a CTA: only a wide swap up to {SWAP_WIDE_192} columns (registers)"
     if config.raster != "m" and not config.wide_swap:
         return "raster n walks a wide swap's rows first; other tiles walk M (raster m only)"
     tail = config.boxes[1]
@@ -954,9 +978,12 @@ SHORT_K_SPLIT_ROWS = 16
 
 
 def _allowed(problem: Problem, c: R8Config) -> bool:
-    """The heuristic's rules (``_heuristic``): what it may pick before the model ranks."""
-    return c.group == 8 and heuristic_allows(
-        problem, c, BLOCK_K, SWAP_WIDE, short_k_split_rows=SHORT_K_SPLIT_ROWS
+    """The heuristic's rules (``_heuristic``): what it may pick before the model ranks; no
+    192-row tile (untimed in this kernel: the model would price it from its neighbours)."""
+    return (
+        c.group == 8
+        and c.tile_m != 192
+        and heuristic_allows(problem, c, BLOCK_K, SWAP_WIDE, short_k_split_rows=SHORT_K_SPLIT_ROWS)
     )
 
 
@@ -1033,7 +1060,7 @@ def plan(problem: Problem, num_sms: int, config: R8Config) -> Plan:
             ROWS_FIRST=rows_first(config),
             PRODUCER_WARPS=PRODUCER_WARPS,
             PRODUCER_REGS=PRODUCER_REGS,
-            CONSUMER_REGS=CONSUMER_REGS,
+            CONSUMER_REGS=CONSUMER_REGS_3 if config.num_consumers == 3 else CONSUMER_REGS,
         ),
         grid=(programs if persistent else tiles,),
         num_warps=4,  # the default partition: consumer 0; consumer 1 is a 4-warp worker
