@@ -396,6 +396,36 @@ def test_r8_select_valid_for_every_problem():
         assert r8._heuristic(problem) in ranked
 
 
+def test_r8_picks_192_rows_in_one_wave_or_whole_waves():
+    """192-row swapped tiles (three consumers): the model's pick on one CTA at 96 or 128 wide
+    where their tiles fit one wave (414x6144x6144: 32 x 4 of 192x128, over 256x96's 24 x 5),
+    or ``whole_wave_swap``'s in place of a stream-K wide swap over whole waves (133x37888x3584:
+    192x72, 396 tiles); nowhere else on the tuning draws, and none on ``sweep``."""
+    from harness.problems import expand, random_shapes
+
+    r8 = _r8()
+    c = r8._heuristic(Problem(414, 6144, 6144))
+    assert (c.tile_m, c.tile_n, c.swap_ab, c.cluster, c.stream_k) == (192, 128, True, 1, False)
+    c = r8._heuristic(Problem(133, 37888, 3584))
+    assert (c.tile_m, c.tile_n, c.swap_ab, c.cluster, c.stream_k) == (192, 72, True, 1, False)
+    assert c.tiles(Problem(133, 37888, 3584)) == 3 * HOPPER.num_sms
+    shapes = {s for seed in (101, 102, 103) for s in random_shapes(seed, 256)}
+    picked = 0
+    for s in shapes:
+        p = Problem(*s)
+        c = r8._heuristic(p)
+        if c.tile_m != 192:
+            continue
+        picked += 1
+        assert c.cluster == 1 and not c.stream_k and c.split_k == 1, (s, c.name)
+        one_wave = c.tile_n in r8.ROWS_192_PICKED and c.ctas(p) <= HOPPER.num_sms
+        whole = c.tile_n in r8.ROWS_192_WHOLE and c.tiles(p) >= 2 * HOPPER.num_sms
+        assert one_wave or whole, (s, c.name)
+    assert picked >= 5
+    for problem in expand(["sweep"]):
+        assert r8._heuristic(problem).tile_m != 192, problem
+
+
 def test_r8_a_narrow_two_box_swap_in_columns_gives_way_to_its_wider_twin():
     """128 rows x 72 or 80 columns (a 64-wide box plus an 8- or 16-wide one) in several
     column tiles becomes the 64-row tile twice as wide where that width fits M; in one
@@ -429,8 +459,10 @@ def test_r8_swapped_stream_k_validity():
 
 
 def test_r8_says_why_it_chose_each_config():
-    """``selection_reason``: the model's tiles, waves, time and runner-up; where the 64-row
-    twin rule replaced the model's first (a 128x72 swap in four columns), it says so."""
+    """``selection_reason``: the model's tiles, waves, time and runner-up; where a rule
+    replaced the model's first (the 64-row twin of a 128x72 swap in four columns; a 192-row
+    tile in three whole waves for a stream-K wide swap), it says so, and otherwise names the
+    runner-up."""
     r8 = _r8()
     p = Problem(279, 3584, 4096)
     pick = r8.KERNEL.select(p)
@@ -438,7 +470,10 @@ def test_r8_says_why_it_chose_each_config():
     assert (pick.tile_m, pick.tile_n) == (64, 144) and "; by rule over 128x72 swap, -" in why
     p = Problem(136, 36864, 7168)
     why = r8.KERNEL.selection_reason(p, r8.KERNEL.select(p))
-    assert why.startswith("288 tiles, 2.19 waves, model ") and "; next " in why, why
+    assert why.startswith("384 tiles, 3.00 waves, model ") and "by rule over 128x136 swap sk" in why
+    p = Problem(414, 6144, 6144)
+    why = r8.KERNEL.selection_reason(p, r8.KERNEL.select(p))
+    assert why.startswith("128 tiles, 1.00 waves, model ") and "; next 256x96 swap +" in why, why
 
 
 def test_r8_menu_fits_shared_memory():

@@ -42,13 +42,13 @@ Changes from rung 7 (``multi_consumer``):
     (``PERSISTENT=False``).
 
 Config knobs: ``R8Config`` is ``harness.tile_cost.GemmConfig``, the vocabulary every rung 8
-shares — ``tile_m`` (64 | 128 rows per CTA = 1 | 2 consumer warpgroups), ``tile_n``,
-``cluster``, ``swap_ab``, ``split_k``, ``stream_k``, ``raster`` ("m": the tile order walks
-M within a group — a narrow swapped cover has one column, so the order is the same either
-way; "n" only for the wide swaps, see above), ``group``. The menu is curated (``MENU``
-below); the heuristic is the shared cost model's cheapest allowed entry. Derived per
-problem, not knobs: the stage count (from the tile family) and persistence (from the
-problem's tile count).
+shares — ``tile_m`` (64 | 128 | 192 rows per CTA = 1 | 2 | 3 consumer warpgroups; 256: two
+of 128 rows), ``tile_n``, ``cluster``, ``swap_ab``, ``split_k``, ``stream_k``, ``raster``
+("m": the tile order walks M within a group — a narrow swapped cover has one column, so the
+order is the same either way; "n" only for the wide swaps, see above), ``group``. The menu
+is curated (``MENU`` below); the heuristic is the shared cost model's cheapest allowed entry.
+Derived per problem, not knobs: the stage count (from the tile family) and persistence (from
+the problem's tile count).
 
 Shared memory per CTA (2-byte operands, BLOCK_K = 64; budget 224 KiB + barriers < 227 KiB):
   stage = (tile_m + tile_n) x 64 x 2;  epilogue = tile_m x tile_n x (2, or 4 for split-K),
@@ -71,6 +71,7 @@ Shared memory per CTA (2-byte operands, BLOCK_K = 64; budget 224 KiB + barriers 
   | wide swap 128x72 .. 128x256 | 25 .. 48 KiB | 18 .. 64 KiB / - | 8 .. 3 / - |
   | wide swap 64x72 .. 64x256 | 17 .. 40 KiB | 9 .. 32 KiB / - | 12 .. 4 / - |
   | wide swap 256x72 .. 256x144 | 41 .. 50 KiB | 36 .. 72 KiB / - | 4 .. 3 / - |
+  | wide swap 192x72 .. 192x160 | 33 .. 44 KiB | 27 .. 60 KiB / - | 5 .. 3 / - |
 
 Barriers (per stage s; the pair barrier exists only with ``CLUSTER = 2``):
 
@@ -124,6 +125,7 @@ from harness.tile_cost import (
     heuristic_allows,
     heuristic_raster,
     ranked,
+    whole_wave_swap,
 )
 
 # -- constants --------------------------------------------------------------------------------
@@ -818,7 +820,7 @@ def _menu() -> tuple[R8Config, ...]:
             menu += [R8Config(256, tn, cluster, swap_ab=True, raster=r) for r in ("m", "n")]
     # 192 rows of N a CTA (three consumer warpgroups of 64 rows): the row count cuBLAS and the
     # CuTeDSL rung 8 run at mid M where N / 128 row tiles overfill a wave and N / 256 leave it
-    # part-empty. Tune-only until timed here (``_allowed``).
+    # part-empty (the heuristic's: ``_three_warpgroup_swap_pays``, ``whole_wave_swap``).
     for tn in ROWS_192_WIDTHS:
         for cluster in (2, 1):
             menu += [R8Config(192, tn, cluster, swap_ab=True, raster=r) for r in ("m", "n")]
@@ -843,6 +845,13 @@ SWAP_WIDE = (72, 80, 96, 128, 136, 144, 160, 192, 256)
 SWAP_WIDE_192 = 160
 #: The 192-row swapped widths the menu holds: 72..160.
 ROWS_192_WIDTHS = tuple(w for w in SWAP_WIDE if w <= SWAP_WIDE_192)
+#: The 192-row widths the model may pick in one wave: those that beat the pick wherever the H200
+#: A/B timed them (README, "Eighteenth version": 96 at 2 shapes, 128 at 7); 144 ran 17-21 points
+#: behind 128 at both shapes that timed it.
+ROWS_192_PICKED = (96, 128)
+#: The 192-row widths ``harness.tile_cost.whole_wave_swap`` may trade a stream-K pick for (as in
+#: the CuTeDSL rung 8: up to 112; here the sums of powers of two among them).
+ROWS_192_WHOLE = tuple(w for w in ROWS_192_WIDTHS if w <= 112)
 
 
 #: (tile_m, tile_n, cluster) of the stream-K configs.
@@ -958,13 +967,17 @@ def _heuristic(problem: Problem) -> R8Config:
     unsplit unswapped tile at M 65..95, narrow tiles only as the cover of the short side,
     splits that keep >= 512 of K of a grid under half a wave and K > 8192 (decode at any K;
     at M <= 32 and K > 8192 only where the 64-row cover fills less than
-    ``COVER_SPLIT_MAX_FILL`` of the SMs),
-    group 8; then
-    ``_one_box_wider``. Ties go to the larger tile, then to cluster 2 (rung 7 at large M x N),
-    then to no split and no stream-K."""
+    ``COVER_SPLIT_MAX_FILL`` of the SMs), a 192-row tile only where
+    ``_three_warpgroup_swap_pays``, group 8; then a 192-row swapped tile in place of a stream-K
+    wide swap where its tiles fill two waves or more, the last to 90 %
+    (``harness.tile_cost.whole_wave_swap``), else ``_one_box_wider``. Ties go to the larger
+    tile, then to cluster 2 (rung 7 at large M x N), then to no split and no stream-K."""
 
     allowed = functools.partial(_allowed, problem)
     pick = cheapest(problem, MENU, _valid, allowed, block_k=BLOCK_K, model=COST)
+    whole = whole_wave_swap(problem, pick, 192, ROWS_192_WHOLE)
+    if whole is not None and whole in MENU and _valid(problem, whole) is None:
+        return whole
     twin = _one_box_wider(problem, pick)
     if twin is not None and twin in MENU and _valid(problem, twin) is None and allowed(twin):
         return twin
@@ -978,13 +991,28 @@ SHORT_K_SPLIT_ROWS = 16
 
 
 def _allowed(problem: Problem, c: R8Config) -> bool:
-    """The heuristic's rules (``_heuristic``): what it may pick before the model ranks; no
-    192-row tile (untimed in this kernel: the model would price it from its neighbours)."""
+    """The heuristic's rules (``_heuristic``): what it may pick before the model ranks."""
     return (
         c.group == 8
-        and c.tile_m != 192
+        and _three_warpgroup_swap_pays(problem, c)
         and heuristic_allows(problem, c, BLOCK_K, SWAP_WIDE, short_k_split_rows=SHORT_K_SPLIT_ROWS)
     )
+
+
+def _three_warpgroup_swap_pays(
+    problem: Problem, c: R8Config, num_sms: int = DEFAULT_NUM_SMS
+) -> bool:
+    """A 192-row tile only on one CTA, at a width the A/B timed winning (``ROWS_192_PICKED``),
+    and only where its tiles fit one wave: what it buys is the wave the 128- and 256-row tiles
+    leave part-empty or overfill (H200: 414x6144x6144 as 32 x 4 tiles of 192x128, 83.4 % of
+    cuBLAS against 256x96's 73.0 %; 416x6144x5120 100.2 against 88.0; README, "Eighteenth
+    version"). The model prices its efficiency from its 128- and 256-row neighbours (no tuning
+    run has timed it), and the CuTeDSL rung 8's 192-row tiles lost to 128-row ones over two
+    waves or more. Over whole waves ``_heuristic`` may still trade a stream-K pick for one
+    (``whole_wave_swap``)."""
+    if c.tile_m != 192:
+        return True
+    return c.cluster == 1 and c.tile_n in ROWS_192_PICKED and c.ctas(problem) <= num_sms
 
 
 def _explain(problem: Problem, c: R8Config) -> str:
