@@ -460,9 +460,9 @@ def test_r8_swapped_stream_k_validity():
 
 def test_r8_says_why_it_chose_each_config():
     """``selection_reason``: the model's tiles, waves, time and runner-up; where a rule
-    replaced the model's first (the 64-row twin of a 128x72 swap in four columns; a 192-row
-    tile in three whole waves for a stream-K wide swap), it says so, and otherwise names the
-    runner-up."""
+    replaced the model's first (the 64-row twin of a 128x72 swap in four columns), it says so,
+    and otherwise names the runner-up (a 192-row tile in three whole waves, in place of a
+    stream-K wide swap; one in one wave)."""
     r8 = _r8()
     p = Problem(279, 3584, 4096)
     pick = r8.KERNEL.select(p)
@@ -470,7 +470,8 @@ def test_r8_says_why_it_chose_each_config():
     assert (pick.tile_m, pick.tile_n) == (64, 144) and "; by rule over 128x72 swap, -" in why
     p = Problem(136, 36864, 7168)
     why = r8.KERNEL.selection_reason(p, r8.KERNEL.select(p))
-    assert why.startswith("384 tiles, 3.00 waves, model ") and "by rule over 128x136 swap sk" in why
+    # (the model, its 192-row rates fitted in one wave, now ranks the tile first by itself)
+    assert why.startswith("384 tiles, 3.00 waves, model ") and "128x136 swap sk +" in why, why
     p = Problem(414, 6144, 6144)
     why = r8.KERNEL.selection_reason(p, r8.KERNEL.select(p))
     assert why.startswith("128 tiles, 1.00 waves, model ") and "; next 256x96 swap +" in why, why

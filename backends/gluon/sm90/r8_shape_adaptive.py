@@ -371,7 +371,7 @@ def _producer(s: Smem):
         _load_tile(s, gl.program_id(0), empty)
 
 
-# -- consumers: one or two warpgroups issuing wgmma, each with its own epilogue ---------------
+# -- consumers: one to three warpgroups issuing wgmma, each with its own epilogue ------------
 @gluon.jit
 def _acc_layout(s: Smem, width: gl.constexpr):
     return gl.NVMMADistributedLayout(
@@ -797,10 +797,11 @@ def _menu() -> tuple[R8Config, ...]:
     """Curated: cluster 2 only for the wide 128-row tiles (where B traffic matters); split-K
     only where the fp32 epilogue still leaves room for a ring (tile_n <= 128); swap-AB with
     the narrow tiles that cover a small M (16/32/64 columns, cluster 1, split or not) and with
-    the ``SWAP_WIDE`` tiles for a mid-size M (unsplit; 64 or 128 rows, cluster 1 or 2, both
-    rasters); stream-K on the unswapped tiles a tail wave is made of (the partials bypass
-    shared memory) and on the 128-row wide swaps. Unswapped widths are powers of two:
-    Triton's block shapes must be."""
+    the ``SWAP_WIDE`` tiles for a mid-size M (unsplit; 64 or 128 rows, 256 up to
+    ``SWAP_WIDE_256`` and 192 up to ``SWAP_WIDE_192``, cluster 1 or 2, both rasters);
+    stream-K on the unswapped tiles a tail wave is made of (the partials bypass shared memory)
+    and on the 128-row wide swaps. Unswapped widths are powers of two: Triton's block shapes
+    must be."""
     menu = [RUNG7, R8Config(group=16), R8Config(tile_n=128), R8Config(tile_n=128, group=16)]
     one_cta = ((128, 256), (128, 128), (128, 64), (128, 32), (128, 16), (64, 256))
     for tm, tn in (*one_cta, (64, 128), (64, 64)):
@@ -902,6 +903,9 @@ def _valid(problem: Problem, config: R8Config) -> str | None:
 #: was fitted on the rest kept (``--only reduce_step_s``): ``streamk_reduce_kernel`` adds a
 #: tile's partials in a loop, one load after another, so a tail of few tiles with many
 #: contributors each waits out a DRAM round trip per partial (README, "Fifteenth version").
+#: The 192-row efficiencies alone were fitted on the rest kept (``--only 'eff:192x*'``) to
+#: ``tune-r8-rows192-gluon-h200-20261129`` among those runs: 192x96 on 5 problems, 192x128 on 8
+#: (72 and 80 wide, timed twice, keep their neighbours'; README, "Eighteenth version").
 COST = HOPPER.with_params(
     {
         "hbm_bytes_per_s": 6.064e12,
@@ -940,6 +944,8 @@ COST = HOPPER.with_params(
         "eff:128x160": 0.6947,
         "eff:128x192": 0.759,
         "eff:128x256": 0.7318,
+        "eff:192x96": 0.75,
+        "eff:192x128": 0.7463,
         "eff:256x80": 0.5997,
         "eff:256x96": 0.6467,
         "eff:256x128": 0.7405,
