@@ -143,7 +143,7 @@ MAX_STAGES = 8
 MAX_STAGES_SWAP = 12
 PRODUCER_WARPS = 1
 PRODUCER_REGS = 40  # setmaxnreg.dec for the TMA warp
-CONSUMER_REGS = 232  # setmaxnreg.inc for the second consumer warpgroup
+CONSUMER_REGS = 232  # setmaxnreg.inc for the second consumer warpgroup (of two)
 #: Three consumers (192 rows) and the producer's warpgroup share the SM's 64K registers four
 #: ways: 40 x 128 for the producer leaves 157 a consumer thread, rounded down to setmaxnreg's
 #: step of 8; the default partition (consumer 0) takes what the two workers leave (168).
@@ -1012,9 +1012,9 @@ def _three_warpgroup_swap_pays(
     and only where its tiles fit one wave: what it buys is the wave the 128- and 256-row tiles
     leave part-empty or overfill (H200: 414x6144x6144 as 32 x 4 tiles of 192x128, 83.4 % of
     cuBLAS against 256x96's 73.0 %; 416x6144x5120 100.2 against 88.0; README, "Eighteenth
-    version"). The model prices its efficiency from its 128- and 256-row neighbours (no tuning
-    run has timed it), and the CuTeDSL rung 8's 192-row tiles lost to 128-row ones over two
-    waves or more. Over whole waves ``_heuristic`` may still trade a stream-K pick for one
+    version"). The model's 192x96 / 192x128 rates are fitted to that A/B alone, one-wave shapes
+    all, and the CuTeDSL rung 8's 192-row tiles lost to 128-row ones over two waves or more.
+    Over whole waves ``_heuristic`` may still trade a stream-K pick for one
     (``whole_wave_swap``)."""
     if c.tile_m != 192:
         return True
@@ -1097,7 +1097,7 @@ def plan(problem: Problem, num_sms: int, config: R8Config) -> Plan:
             CONSUMER_REGS=CONSUMER_REGS_3 if config.num_consumers == 3 else CONSUMER_REGS,
         ),
         grid=(programs if persistent else tiles,),
-        num_warps=4,  # the default partition: consumer 0; consumer 1 is a 4-warp worker
+        num_warps=4,  # the default partition: consumer 0; consumers 1 and 2 are 4-warp workers
         num_ctas=config.cluster,
     )
 
