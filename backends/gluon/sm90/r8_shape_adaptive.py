@@ -846,9 +846,10 @@ SWAP_WIDE = (72, 80, 96, 128, 136, 144, 160, 192, 256)
 SWAP_WIDE_192 = 160
 #: The 192-row swapped widths the menu holds: 72..160.
 ROWS_192_WIDTHS = tuple(w for w in SWAP_WIDE if w <= SWAP_WIDE_192)
-#: The 192-row widths the model may pick in one wave: those that beat the pick wherever the H200
-#: A/B timed them (README, "Eighteenth version": 96 at 2 shapes, 128 at 7); 144 ran 17-21 points
-#: behind 128 at both shapes that timed it.
+#: The 192-row widths the model may pick in one wave: those that beat the pick in the H200 A/B
+#: (README, "Eighteenth version": 96 at both one-wave shapes timed, 128 at 7 of 8; at the eighth,
+#: 341x6144x16384, 96 won and is the model's pick); 144 ran 17-21 points behind 128 at both
+#: shapes that timed it (96 CTAs against 128).
 ROWS_192_PICKED = (96, 128)
 #: The 192-row widths ``harness.tile_cost.whole_wave_swap`` may trade a stream-K pick for (as in
 #: the CuTeDSL rung 8: up to 112; here the sums of powers of two among them).
@@ -904,8 +905,8 @@ def _valid(problem: Problem, config: R8Config) -> str | None:
 #: tile's partials in a loop, one load after another, so a tail of few tiles with many
 #: contributors each waits out a DRAM round trip per partial (README, "Fifteenth version").
 #: The 192-row efficiencies alone were fitted on the rest kept (``--only 'eff:192x*'``) to
-#: ``tune-r8-rows192-gluon-h200-20261129`` among those runs: 192x96 on 5 problems, 192x128 on 8
-#: (72 and 80 wide, timed twice, keep their neighbours'; README, "Eighteenth version").
+#: ``tune-r8-rows192-gluon-h200-20261129`` among those runs: 192x96 on 4 problems, 192x128 on 8
+#: (72 and 80 wide, timed on two and one, keep their neighbours'; README, "Eighteenth version").
 COST = HOPPER.with_params(
     {
         "hbm_bytes_per_s": 6.064e12,
@@ -982,7 +983,7 @@ def _heuristic(problem: Problem) -> R8Config:
     allowed = functools.partial(_allowed, problem)
     pick = cheapest(problem, MENU, _valid, allowed, block_k=BLOCK_K, model=COST)
     whole = whole_wave_swap(problem, pick, 192, ROWS_192_WHOLE)
-    if whole is not None and whole in MENU and _valid(problem, whole) is None:
+    if whole in MENU and _valid(problem, whole) is None:
         return whole
     twin = _one_box_wider(problem, pick)
     if twin is not None and twin in MENU and _valid(problem, twin) is None and allowed(twin):
