@@ -53,6 +53,7 @@ __all__ = [
     "heuristic_raster",
     "idle_share",
     "named",
+    "one_wave_rows",
     "ranked",
     "split_cover",
     "swap_cover",
@@ -614,6 +615,31 @@ def swap_fits(problem: Problem, tile_n: int, widths: Sequence[int] = SWAP_WIDTHS
     if columns > MAX_SWAP_COLUMNS or share < min(widths):
         return False  # (a share narrower than every width: fewer, wider columns fit better)
     return tile_n == min(w for w in widths if w >= share)
+
+
+def one_wave_rows(
+    problem: Problem,
+    c: GemmConfig,
+    rows: int,
+    widths: Sequence[int],
+    num_sms: int = HOPPER.num_sms,
+) -> bool:
+    """Whether the heuristic may pick ``c`` before the model ranks, as far as a row count
+    between the two-warpgroup tiles goes: a tile of ``rows`` rows (three consumer warpgroups
+    at 192) only alone, at a width among ``widths`` (those its backend's A/B timed winning),
+    and where its tiles fit one wave; any other row count passes.
+
+    What such a tile buys is the one wave that 128- and 256-row tiles leave part-empty or
+    overfill (H200: 400x6144x4096 as 128 tiles of 192x104 at 103.9 % of cuBLAS, 96 of
+    128x200 at 85.9 %; 414x6144x6144 as 192x128 at 83.4 %, 256x96 at 73.0 %). The model's
+    192-row rates are fitted on one-wave shapes, and over two waves or more the 128-row tile
+    ran faster at each shape timed (300x14336x4096: 100.0 against 97.3 %), and no pair of
+    192-row CTAs ran faster than one (CuTeDSL README, "Twenty-sixth version"; Gluon README,
+    "Eighteenth version"). Over whole waves :func:`whole_wave_swap` may still take one after
+    the model."""
+    if c.tile_m != rows:
+        return True
+    return c.cluster == 1 and c.tile_n in widths and c.ctas(problem) <= num_sms
 
 
 #: The least share of its last wave a :func:`whole_wave_swap` tile's tiles must fill: at 0.91

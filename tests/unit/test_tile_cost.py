@@ -240,6 +240,20 @@ def test_a_whole_wave_swap_replaces_stream_k_where_its_tiles_fill_whole_waves() 
     assert tile_cost.whole_wave_swap(Problem(184, 37888, 3584), unswapped, 192, widths) is None
 
 
+def test_a_middle_row_count_is_picked_alone_at_its_widths_in_one_wave() -> None:
+    one_wave = Problem(410, 6144, 4096)  # 32 row tiles of 192 x 4 columns of 104 = 128 CTAs
+    widths = (104, 112)
+    assert tile_cost.one_wave_rows(one_wave, GemmConfig(192, 104, 1, True), 192, widths)
+    # a pair, a width no A/B timed winning, or two waves' tiles (N = 14336: 75 x 3 = 225)
+    assert not tile_cost.one_wave_rows(one_wave, GemmConfig(192, 104, 2, True), 192, widths)
+    assert not tile_cost.one_wave_rows(one_wave, GemmConfig(192, 136, 1, True), 192, widths)
+    many = Problem(300, 14336, 4096)
+    assert not tile_cost.one_wave_rows(many, GemmConfig(192, 104, 1, True), 192, widths)
+    # other row counts are not its concern, on any cluster or wave count
+    assert tile_cost.one_wave_rows(many, GemmConfig(128, 152, 2, True), 192, widths)
+    assert tile_cost.one_wave_rows(many, GemmConfig(256, 96, 1, True), 192, widths)
+
+
 def test_idle_share_counts_the_empty_slots_of_the_last_wave() -> None:
     p = Problem(1152, 3072, 3072)  # 9 x 12 = 108 tiles of 128x256
     assert tile_cost.idle_share(GemmConfig(128, 256, 1), p, 132) == pytest.approx(24 / 132)

@@ -190,6 +190,7 @@ from harness.tile_cost import (
     explain,
     heuristic_allows,
     heuristic_raster,
+    one_wave_rows,
     ranked,
     split_cover,
     whole_wave_swap,
@@ -476,7 +477,7 @@ def _heuristic_clusters(c: R8Config) -> tuple[int, ...]:
     68-77 % of cuBLAS wherever it was timed, far under the model's estimate (README,
     "Fifteenth version"); a 192-row tile alone: its pair ran no faster at any of five shapes
     (H200: 208x12288x4096 192x104 105.3 % of cuBLAS alone, 99.2 % as a pair; README,
-    "Twenty-sixth version"; its widths and waves: ``_three_warpgroup_swap_pays``)."""
+    "Twenty-sixth version"; its widths and waves: ``harness.tile_cost.one_wave_rows``)."""
     if c.tile_m == 192:
         return (1,)
     if c.wide_swap:
@@ -494,22 +495,6 @@ def _one_warpgroup_swap_pays(problem: Problem, c: R8Config, num_sms: int = DEFAU
     if not (c.wide_swap and c.tile_m == 64):
         return True
     return dataclasses.replace(c, tile_m=128).ctas(problem) < num_sms // 2
-
-
-def _three_warpgroup_swap_pays(
-    problem: Problem, c: R8Config, num_sms: int = DEFAULT_NUM_SMS
-) -> bool:
-    """A 192-row tile only at a width a tuning run timed (``ROWS_192_PICKED``) and only where
-    its tiles fit one wave: what it buys is a wave the 128- and 256-row tiles leave part-empty
-    (400x6144x4096: 128 tiles of 192x104, 96 of 128x200; 103.9 against 85.9 % of cuBLAS).
-    Over two waves or more the 128-row pick ran faster at each shape timed (300x14336x4096:
-    128x152 100.0 %, 192x104 97.3 %; 900x7168x4096: 100.1 against 90.7 %), where the model's
-    192-row efficiency, fitted mostly on one-wave shapes, ranked the 192-row tile first
-    (README, "Twenty-sixth version"). Over whole waves ``_heuristic`` may still trade a
-    stream-K pick for one (``whole_wave_swap``, after the model)."""
-    if c.tile_m != 192:
-        return True
-    return c.tile_n in ROWS_192_PICKED and c.ctas(problem) <= num_sms
 
 
 def _epilogue_for(problem: Problem, c: R8Config) -> str:
@@ -654,7 +639,7 @@ def _heuristic(problem: Problem) -> R8Config:
 def _transposes(problem: Problem) -> list[R8Config]:
     """The swapped tiles ``harness.tile_cost.whole_wave_transpose`` may trade an unswapped pick
     for at M 1024-5120, as its A/B timed them (README, "Thirtieth version"): 128 rows, or 192
-    where ``_three_warpgroup_swap_pays`` (104 or 112 wide, one wave); one CTA, raster m, the
+    where ``harness.tile_cost.one_wave_rows`` (104 or 112 wide, one wave); one CTA, raster m, the
     serial epilogue of every wide swap; several column tiles of M, so none at K <=
     ``ONE_COLUMN_SWAP_K`` (the serial epilogue's share of a short K loop)."""
     if problem.k <= ONE_COLUMN_SWAP_K:
@@ -664,7 +649,7 @@ def _transposes(problem: Problem) -> list[R8Config]:
         for c in MENU
         if c.wide_swap
         and c.tile_m in (128, 192)
-        and _three_warpgroup_swap_pays(problem, c)
+        and one_wave_rows(problem, c, 192, ROWS_192_PICKED)
         and (c.cluster, c.raster, c.group, c.persistent) == (1, "m", 8, True)
         and c.epilogue == "serial"
         and _valid(problem, c) is None
@@ -693,7 +678,7 @@ def _allowed(problem: Problem, c: R8Config) -> bool:
     return (
         _structurally_allowed(problem, c)
         and _one_warpgroup_swap_pays(problem, c)
-        and _three_warpgroup_swap_pays(problem, c)
+        and one_wave_rows(problem, c, 192, ROWS_192_PICKED)
     )
 
 

@@ -124,6 +124,7 @@ from harness.tile_cost import (
     explain,
     heuristic_allows,
     heuristic_raster,
+    one_wave_rows,
     ranked,
     whole_wave_swap,
 )
@@ -821,7 +822,7 @@ def _menu() -> tuple[R8Config, ...]:
             menu += [R8Config(256, tn, cluster, swap_ab=True, raster=r) for r in ("m", "n")]
     # 192 rows of N a CTA (three consumer warpgroups of 64 rows): the row count cuBLAS and the
     # CuTeDSL rung 8 run at mid M where N / 128 row tiles overfill a wave and N / 256 leave it
-    # part-empty (the heuristic's: ``_three_warpgroup_swap_pays``, ``whole_wave_swap``).
+    # part-empty (the heuristic's: ``one_wave_rows``, ``whole_wave_swap``).
     for tn in ROWS_192_WIDTHS:
         for cluster in (2, 1):
             menu += [R8Config(192, tn, cluster, swap_ab=True, raster=r) for r in ("m", "n")]
@@ -974,9 +975,9 @@ def _heuristic(problem: Problem) -> R8Config:
     unsplit unswapped tile at M 65..95, narrow tiles only as the cover of the short side,
     splits that keep >= 512 of K of a grid under half a wave and K > 8192 (decode at any K;
     at M <= 32 and K > 8192 only where the 64-row cover fills less than
-    ``COVER_SPLIT_MAX_FILL`` of the SMs), a 192-row tile only where
-    ``_three_warpgroup_swap_pays``, group 8; then a 192-row swapped tile in place of a stream-K
-    wide swap where its tiles fill two waves or more, the last to 90 %
+    ``COVER_SPLIT_MAX_FILL`` of the SMs), a 192-row tile only alone, ``ROWS_192_PICKED`` wide,
+    in one wave (``harness.tile_cost.one_wave_rows``), group 8; then a 192-row swapped tile in
+    place of a stream-K wide swap where its tiles fill two waves or more, the last to 90 %
     (``harness.tile_cost.whole_wave_swap``), else ``_one_box_wider``. Ties go to the larger
     tile, then to cluster 2 (rung 7 at large M x N), then to no split and no stream-K."""
 
@@ -1001,25 +1002,9 @@ def _allowed(problem: Problem, c: R8Config) -> bool:
     """The heuristic's rules (``_heuristic``): what it may pick before the model ranks."""
     return (
         c.group == 8
-        and _three_warpgroup_swap_pays(problem, c)
+        and one_wave_rows(problem, c, 192, ROWS_192_PICKED)
         and heuristic_allows(problem, c, BLOCK_K, SWAP_WIDE, short_k_split_rows=SHORT_K_SPLIT_ROWS)
     )
-
-
-def _three_warpgroup_swap_pays(
-    problem: Problem, c: R8Config, num_sms: int = DEFAULT_NUM_SMS
-) -> bool:
-    """A 192-row tile only on one CTA, at a width the A/B timed winning (``ROWS_192_PICKED``),
-    and only where its tiles fit one wave: what it buys is the wave the 128- and 256-row tiles
-    leave part-empty or overfill (H200: 414x6144x6144 as 32 x 4 tiles of 192x128, 83.4 % of
-    cuBLAS against 256x96's 73.0 %; 416x6144x5120 100.2 against 88.0; README, "Eighteenth
-    version"). The model's 192x96 / 192x128 rates are fitted to that A/B alone, one-wave shapes
-    all, and the CuTeDSL rung 8's 192-row tiles lost to 128-row ones over two waves or more.
-    Over whole waves ``_heuristic`` may still trade a stream-K pick for one
-    (``whole_wave_swap``)."""
-    if c.tile_m != 192:
-        return True
-    return c.cluster == 1 and c.tile_n in ROWS_192_PICKED and c.ctas(problem) <= num_sms
 
 
 def _explain(problem: Problem, c: R8Config) -> str:
