@@ -10,10 +10,9 @@ knobs every DSL's rung 8 shares, plus ``persistent`` and ``epilogue``):
   warpgroup), 128 (two, as rung 7), 192 (three of 64 rows at 152 registers a thread; wide
   swaps of 72 to 160 columns only, picked 104 or 112 wide where their tiles fill one wave, or
   in place of stream-K or of a part-empty wave of unswapped tiles where they fill whole
-  waves) or
-  256 (two of 128 rows each; wide swaps up to 144 columns only); ``tile_n`` 16 to 256 (the
-  wgmma N; 16 and 32 only swapped; 160 for N = 10240, which 128-wide tiles quantize badly;
-  192, a step between 128 and 256 for tile counts that fill the last wave better).
+  waves) or 256 (two of 128 rows each; wide swaps up to 144 columns only); ``tile_n`` 16 to
+  256 (the wgmma N; 16 and 32 only swapped; 160 for N = 10240, which 128-wide tiles quantize
+  badly; 192, a step between 128 and 256 for tile counts that fill the last wave better).
 * ``cluster``: 1, or 2 CTAs along M sharing the B tile by TMA multicast (rung 7).
 * ``swap_ab``: compute D^T[N, M] = B A^T. Small M then sits on the wgmma N side (n16 / n32 /
   n64, the narrowest that covers M) and N fills the M side (64 or 128 rows a CTA); at M
@@ -142,8 +141,7 @@ version": stream-K's partials and reduce cost more than a whole last wave); and
 idle or more at M 1024-5120 for a 128-row (or one-wave 192-row) swapped tile whose tiles fill
 95 % of theirs, the widths ``swap_fits`` refuses there (M in more than 8 column tiles, or M
 past N) open (README, "Thirtieth version": unswapped tiles leave a wave part-empty there).
-``_ranked``
-orders the whole menu by the same model for ``bench --tune --tune-top N``; a tuned table
+``_ranked`` orders the whole menu by the same model for ``bench --tune --tune-top N``; a tuned table
 (``tuned/<gpu>.json``) overrides the heuristic for the exact shapes it holds.
 
 TMA loads pass an explicit L2 cache policy (``TMA_CACHE_HINT``, CUTLASS C++'s EVICT_NORMAL):

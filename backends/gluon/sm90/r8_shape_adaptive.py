@@ -6,10 +6,10 @@ split are constexprs chosen per problem from a declared menu (``R8Config``), so 
 exactly rung 7's shape (128x256 per CTA, two consumer warpgroups, 2-CTA cluster, B multicast).
 
 Changes from rung 7 (``multi_consumer``):
-  * the kernel is a family: ``NUM_CONSUMERS`` 1 or 2 (a 64- or 128-row CTA tile of
-    ``wgmma m64nNk16``; a wide swap may also have 256 rows, two consumers of 128 rows whose
-    accumulators are two m64 blocks each, or 192, three consumers of 64 rows under a smaller
-    register share, ``CONSUMER_REGS_3``), a tile width of 16..256 (powers of two: Triton's
+  * the kernel is a family: ``NUM_CONSUMERS`` 1, 2 or 3 (a 64-, 128- or 192-row CTA tile of
+    ``wgmma m64nNk16``, the third consumer of a 192-row wide swap under a smaller register
+    share, ``CONSUMER_REGS_3``; a wide swap may also have 256 rows, two consumers of 128 rows
+    whose accumulators are two m64 blocks each), a tile width of 16..256 (powers of two: Triton's
     block shapes must be; a wide swap's may be the sum of two), ``CLUSTER`` 1 (no multicast,
     no pair barrier) or 2 (rung 7's B multicast); the stage count is the most that fits the
     shared memory;
