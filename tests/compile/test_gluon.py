@@ -254,9 +254,8 @@ def test_r8_code_paths(problem, knobs):
     """Each code path compiles and has the instructions (and only those) it needs: the wgmma
     width of its tile; TMA multicast, a cluster launch and remote barrier arrives only with
     cluster 2; the second consumer warpgroup's ``setmaxnreg 232`` only with two consumers, 152
-    with three (192 rows); a
-    transposing ``stmatrix`` only with swap-AB (fp16/bf16 out); no atomics anywhere (split-K is
-    deterministic); no spills; shared memory within 227 KiB."""
+    with three (192 rows); a transposing ``stmatrix`` only with swap-AB (fp16/bf16 out); no
+    atomics anywhere (split-K is deterministic); no spills; shared memory within 227 KiB."""
     r8 = _r8()
     kernel = r8.KERNEL
     config = _r8_config(kernel, problem, knobs)
