@@ -59,6 +59,7 @@ __all__ = [
     "swap_cover",
     "swap_fits",
     "swap_raster",
+    "wasted_share",
     "whole_wave_swap",
     "whole_wave_transpose",
 ]
@@ -689,11 +690,16 @@ def whole_wave_swap(
 #: at N 2112-5120), where unswapped 128-row tiles leave a wave part-empty and cuBLAS runs M on
 #: the wgmma N side (``nvjet_sm90_hsh_128x288`` at 3906x7168x5120, 192x176 at 4200x3072x3072).
 TRANSPOSE_M = (1024, 5120)
-#: The least share of its waves' SM time an unswapped pick must leave idle for
-#: :func:`whole_wave_transpose` to replace it: 4736x3072x3072's 128x192 pair (4.61 waves, 0.08
-#: idle) lost 8 points of cuBLAS to a whole-wave swap, 3456x3072x3072's 128x128 (4.91, 0.02)
-#: won by 2; 4096^3 and 8192^3 (rung 7's tile, 0.03) stay.
-TRANSPOSE_IDLE = 0.05
+#: The least share of its waves' SM time an unswapped pick must waste (:func:`wasted_share`:
+#: idle slots and padding past M and N) for :func:`whole_wave_transpose` to replace it. On the
+#: H200 tuning shapes every pick a whole-wave swap beat wasted 0.10-0.19 (4736x3072x3072's
+#: 128x192 pair 0.10: 101.1 -> 108.9 % of cuBLAS; 1811x6144x6144's 128x256 pair 0.14, its
+#: waves whole but for 3 %: 92.4 -> 101.4, 128x168 swapped); where the pick wasted 0.06-0.08
+#: no swap won clearly (1116x8192x8192, 1981x4096x14336, 2597x8192x3584: within a point;
+#: 3101x10240x8192: 96.2, 128x176 swapped 93.3; 1756x4608x36864: 91.6, 128x160 swapped 86.3,
+#: 90.2 and 99.2 in one run); 4096^3 and 8192^3 (rung 7's tile) waste 0.03. The thirtieth
+#: version counted idle slots alone (>= 0.05), which let 1811's pair by.
+TRANSPOSE_WASTE = 0.10
 #: The least share of its waves' SM time a :func:`whole_wave_transpose` tile must fill (the
 #: winners timed filled 0.97-1.00).
 TRANSPOSE_FILL = 0.95
@@ -704,6 +710,11 @@ TRANSPOSE_FILL = 0.95
 #: narrow swap priced further over still loses (1248x2112x7168: 128x88 modelled 28 % over, ran
 #: 82 % against the pick's 89).
 TRANSPOSE_SLACK = 1.2
+#: The least share of SM time a :func:`whole_wave_transpose` tile must waste less than the pick:
+#: a swapped tile that fills the waves but pads M as much buys nothing (1084x3584x4096: 128x256,
+#: one wave of 126 tiles, 0.10 wasted; 128x128 swapped, two waves of 252, 0.10 too). The timed
+#: winners wasted 0.06-0.19 less.
+TRANSPOSE_GAIN = 0.03
 
 
 def idle_share(config: GemmConfig, problem: Problem, num_sms: int = HOPPER.num_sms) -> float:
@@ -714,6 +725,17 @@ def idle_share(config: GemmConfig, problem: Problem, num_sms: int = HOPPER.num_s
     return (slots - tiles) / slots
 
 
+def wasted_share(config: GemmConfig, problem: Problem, num_sms: int = HOPPER.num_sms) -> float:
+    """The share of its waves' SM time ``config``'s unsplit tiles spend off D: the idle slots
+    of :func:`idle_share` and the edge tiles' rows and columns past M and N (a pair pads M to
+    twice its rows). 1811x6144x6144's 128x256 pair: 192 pair tiles in 3 waves of 66 leave 3 %
+    idle, but 15 rows of 128 padded to 16 put 12 % of the tiles past M: 14 % wasted."""
+    tiles, programs = config.tiles(problem), num_sms // config.cluster
+    slots = cdiv(tiles, programs) * programs
+    rows, cols = config.oriented(problem)
+    return 1 - rows * cols / (slots * config.tile_rows * config.tile_n)
+
+
 def whole_wave_transpose(
     problem: Problem,
     chosen: C,
@@ -721,11 +743,12 @@ def whole_wave_transpose(
     seconds: Callable[[C], float],
     num_sms: int = HOPPER.num_sms,
 ) -> C | None:
-    """The swapped tile that replaces ``chosen``, an unswapped unsplit tile leaving at least
-    ``TRANSPOSE_IDLE`` of its waves idle at M in ``TRANSPOSE_M``, or None: the one the model
-    (``seconds``) prices cheapest among ``candidates`` (the kernel's swapped tiles, unsplit, its
-    structural rules kept) whose tiles fill ``TRANSPOSE_FILL`` of their waves, if within
-    ``TRANSPOSE_SLACK`` of ``chosen``'s price.
+    """The swapped tile that replaces ``chosen``, an unswapped unsplit tile wasting at least
+    ``TRANSPOSE_WASTE`` of its waves' SM time (:func:`wasted_share`: idle slots, padding past M
+    and N) at M in ``TRANSPOSE_M``, or None: the one the model (``seconds``) prices cheapest
+    among ``candidates`` (the kernel's swapped tiles, unsplit, its structural rules kept) whose
+    tiles fill ``TRANSPOSE_FILL`` of their waves and waste ``TRANSPOSE_GAIN`` less than
+    ``chosen``'s, if within ``TRANSPOSE_SLACK`` of ``chosen``'s price.
 
     With M on the wgmma N side the tile's width may be any of the kernel's widths, so the
     tiles can fill whole waves where 128- or 256-column tiles of M cannot; :func:`swap_fits`
@@ -736,12 +759,15 @@ def whole_wave_transpose(
     this tile:
     1152x3072x3072 101.6 -> 112.4 (128x112), 1248x2112x7168 89.2 -> 107.5 (192x104, one wave),
     1728x3072x3072 83.7 -> 97.2 (128x160), 3072x3584x3584 87.0 -> 97.3 (128x224),
-    4736x3072x3072 101.1 -> 108.9 (128x144) (CuTeDSL README, "Thirtieth version")."""
+    4736x3072x3072 101.1 -> 108.9 (128x144) (CuTeDSL README, "Thirtieth version");
+    1811x6144x6144 92.4 -> 101.4 (128x168; "Thirty-first version": the pick's waves whole but
+    for 3 %, its pair tiles 12 % past M)."""
     if chosen.swap_ab or chosen.split_k > 1 or chosen.stream_k:
         return None
     if not TRANSPOSE_M[0] <= problem.m <= TRANSPOSE_M[1]:
         return None
-    if idle_share(chosen, problem, num_sms) < TRANSPOSE_IDLE:
+    wasted = wasted_share(chosen, problem, num_sms)
+    if wasted < TRANSPOSE_WASTE:
         return None
     fits = [
         c
@@ -750,6 +776,7 @@ def whole_wave_transpose(
         and c.split_k == 1
         and not c.stream_k
         and 1 - idle_share(c, problem, num_sms) >= TRANSPOSE_FILL
+        and wasted_share(c, problem, num_sms) <= wasted - TRANSPOSE_GAIN
     ]
     if not fits:
         return None

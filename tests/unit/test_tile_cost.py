@@ -262,13 +262,31 @@ def test_idle_share_counts_the_empty_slots_of_the_last_wave() -> None:
     assert tile_cost.idle_share(GemmConfig(128, 112, 1, swap_ab=True), p, 132) == 0  # 24 x 11
 
 
+def test_wasted_share_adds_the_padding_past_m_and_n_to_the_idle_slots() -> None:
+    p = Problem(1811, 6144, 6144)
+    pair = GemmConfig(128, 256, 2)  # 8 x 24 = 192 pair tiles, 3 waves of 66: 6 slots idle
+    assert tile_cost.idle_share(pair, p, 132) == pytest.approx(6 / 198)
+    # ... and 2048 rows for M = 1811: the share of the slots' area outside D
+    outside = 1 - 1811 * 6144 / (198 * 256 * 256)
+    assert tile_cost.wasted_share(pair, p, 132) == pytest.approx(outside)
+    # swapped, 128x168: 48 x 11 = 528 tiles = 4 whole waves, 1848 columns for 1811
+    swapped = GemmConfig(128, 168, 1, swap_ab=True)
+    assert tile_cost.wasted_share(swapped, p, 132) == pytest.approx(1 - 1811 / 1848)
+    # no padding: the idle slots alone (4096^3's 128x256 pair, 256 tiles on 66 programs)
+    square = Problem(4096, 4096, 4096)
+    assert tile_cost.wasted_share(pair, square, 132) == pytest.approx(
+        tile_cost.idle_share(pair, square, 132)
+    )
+
+
 def _transpose_candidates(widths: Sequence[int]) -> list[GemmConfig]:
     return [GemmConfig(128, w, 1, swap_ab=True) for w in widths]
 
 
 def test_a_whole_wave_transpose_replaces_a_part_empty_wave_at_mid_m() -> None:
-    """An unswapped pick leaving 5 % or more of its waves idle at M 1024-5120 gives way to the
-    cheapest swapped candidate filling 95 % of its waves, within the slack of its price."""
+    """An unswapped pick wasting 10 % or more of its waves' SM time (idle slots, padding) at M
+    1024-5120 gives way to the cheapest swapped candidate filling 95 % of its waves and wasting
+    3 points less, within the slack of its price."""
     widths = range(72, 257, 8)
     cands = _transpose_candidates(widths)
     pick = GemmConfig(128, 256, 1)  # 1152x3072x3072: 108 tiles, 0.18 idle
@@ -305,6 +323,31 @@ def test_a_whole_wave_transpose_replaces_a_part_empty_wave_at_mid_m() -> None:
         dataclasses.replace(pick, stream_k=True),
     ):
         assert tile_cost.whole_wave_transpose(p, other, cands, lambda c: 1.0) is None
+    # whole waves but padded: 1811x6144x6144's 128x256 pair leaves 3 % of its slots idle, but
+    # its 2048 rows waste 14 %; of the candidates that fill their waves and waste 3 points less,
+    # the widest is 240 (8 columns of M, 384 tiles: 0.97 of three waves)
+    padded = Problem(1811, 6144, 6144)
+    assert tile_cost.whole_wave_transpose(
+        padded, GemmConfig(128, 256, 2), cands, lambda c: 1.0
+    ) == GemmConfig(128, 240, 1, swap_ab=True)
+    # idle slots alone are no reason (4811x4096x4096's pair: 0.08 idle, 0.09 wasted) ...
+    assert (
+        tile_cost.whole_wave_transpose(
+            Problem(4811, 4096, 4096), GemmConfig(128, 256, 2), cands, lambda c: 1.0
+        )
+        is None
+    )
+    # ... nor a swapped tile that fills the waves but pads M as much (1084x3584x4096: 128x256
+    # in one wave of 126 tiles and 128x128 swapped in two of 252 both waste 0.10)
+    assert (
+        tile_cost.whole_wave_transpose(
+            Problem(1084, 3584, 4096),
+            GemmConfig(128, 256, 1),
+            _transpose_candidates([128]),
+            lambda c: 1.0,
+        )
+        is None
+    )
     # no candidate fills its waves: none (N = 3000 in 24 row tiles, M = 1153 ragged)
     assert (
         tile_cost.whole_wave_transpose(

@@ -137,10 +137,12 @@ cover streams the weights slower per CTA than the model says); and
 ``harness.tile_cost.whole_wave_swap`` trades a stream-K wide swap for a 192-row swapped tile
 where its tiles fill two waves or more, the last to 90 % or more (README, "Twenty-eighth
 version": stream-K's partials and reduce cost more than a whole last wave); and
-``harness.tile_cost.whole_wave_transpose`` trades an unswapped pick leaving 5 % of its waves
-idle or more at M 1024-5120 for a 128-row (or one-wave 192-row) swapped tile whose tiles fill
-95 % of theirs, the widths ``swap_fits`` refuses there (M in more than 8 column tiles, or M
-past N) open (README, "Thirtieth version": unswapped tiles leave a wave part-empty there).
+``harness.tile_cost.whole_wave_transpose`` trades an unswapped pick wasting 10 % of its waves'
+SM time or more (idle slots, rows past M: ``wasted_share``) at M 1024-5120 for a 128-row (or
+one-wave 192-row) swapped tile whose tiles fill 95 % of theirs and waste 3 points less, the
+widths ``swap_fits`` refuses there (M in more than 8 column tiles, or M past N) open (README,
+"Thirtieth version": unswapped tiles leave a wave part-empty there; "Thirty-first version": or
+pad M, 1811x6144x6144's 128x256 pair 12 %).
 ``_ranked`` orders the whole menu by the same model for ``bench --tune --tune-top N``; a tuned table
 (``tuned/<gpu>.json``) overrides the heuristic for the exact shapes it holds.
 
@@ -622,7 +624,8 @@ def _heuristic(problem: Problem) -> R8Config:
     a 192-row swapped tile (``harness.tile_cost.whole_wave_swap``) replaces a stream-K wide
     swap where its tiles fill two waves or more, the last to 90 % or more; at M 1024-5120 a
     swapped tile of ``_transposes`` (``harness.tile_cost.whole_wave_transpose``) replaces an
-    unswapped pick whose waves are 5 % idle or more, where its own fill 95 % of theirs."""
+    unswapped pick wasting 10 % of its waves' SM time or more (idle or past M and N), where
+    its own fill 95 % of theirs and waste 3 points less."""
 
     allowed = functools.partial(_allowed, problem)
     pick = cheapest(problem, MENU, _valid, allowed, block_k=BLOCK_K, model=COST)
