@@ -729,7 +729,7 @@ def wasted_share(config: GemmConfig, problem: Problem, num_sms: int = HOPPER.num
     """The share of its waves' SM time ``config``'s unsplit tiles spend off D: the idle slots
     of :func:`idle_share` and the edge tiles' rows and columns past M and N (a pair pads M to
     twice its rows). 1811x6144x6144's 128x256 pair: 192 pair tiles in 3 waves of 66 leave 3 %
-    idle, but 15 rows of 128 padded to 16 put 12 % of the tiles past M: 14 % wasted."""
+    idle, but M's 15 rows of 128 padded to 16 put 12 % of the rows past M: 14 % wasted."""
     tiles, programs = config.tiles(problem), num_sms // config.cluster
     slots = cdiv(tiles, programs) * programs
     rows, cols = config.oriented(problem)
