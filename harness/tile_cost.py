@@ -717,12 +717,18 @@ TRANSPOSE_SLACK = 1.2
 TRANSPOSE_GAIN = 0.03
 
 
+def _slots(config: GemmConfig, problem: Problem, num_sms: int) -> int:
+    """Cluster-tile slots of ``config``'s unsplit waves on a persistent grid of one program per
+    cluster: its tiles rounded up to whole waves."""
+    programs = num_sms // config.cluster
+    return cdiv(config.tiles(problem), programs) * programs
+
+
 def idle_share(config: GemmConfig, problem: Problem, num_sms: int = HOPPER.num_sms) -> float:
     """The share of its waves' SM time ``config``'s unsplit tiles leave idle on a persistent grid
     of one program per cluster: 0 for whole waves, 24 / 132 for 108 tiles on 132 SMs."""
-    tiles, programs = config.tiles(problem), num_sms // config.cluster
-    slots = cdiv(tiles, programs) * programs
-    return (slots - tiles) / slots
+    slots = _slots(config, problem, num_sms)
+    return (slots - config.tiles(problem)) / slots
 
 
 def wasted_share(config: GemmConfig, problem: Problem, num_sms: int = HOPPER.num_sms) -> float:
@@ -730,10 +736,9 @@ def wasted_share(config: GemmConfig, problem: Problem, num_sms: int = HOPPER.num
     of :func:`idle_share` and the edge tiles' rows and columns past M and N (a pair pads M to
     twice its rows). 1811x6144x6144's 128x256 pair: 192 pair tiles in 3 waves of 66 leave 3 %
     idle, but M's 15 rows of 128 padded to 16 put 12 % of the rows past M: 14 % wasted."""
-    tiles, programs = config.tiles(problem), num_sms // config.cluster
-    slots = cdiv(tiles, programs) * programs
     rows, cols = config.oriented(problem)
-    return 1 - rows * cols / (slots * config.tile_rows * config.tile_n)
+    slot_area = config.tile_rows * config.tile_n
+    return 1 - rows * cols / (_slots(config, problem, num_sms) * slot_area)
 
 
 def whole_wave_transpose(
