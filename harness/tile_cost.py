@@ -104,7 +104,7 @@ class GemmConfig(KernelConfig):
         """The knobs a cost model sees, short (``128x136 swap sk``, ``128x256 c2``,
         ``64x128 split4``): how explanations name a config."""
         parts = [f"{self.tile_m}x{self.tile_n}"]
-        parts += ["c2"] if self.cluster == 2 else []
+        parts += [f"c{self.cluster}"] if self.cluster > 1 else []
         parts += ["swap"] if self.swap_ab else []
         parts += [f"split{self.split_k}"] if self.split_k > 1 else []
         parts += ["sk"] if self.stream_k else []

@@ -248,6 +248,15 @@ R8_PATHS = {
         (_DIRECT,),
         1,
     ),
+    # ... and in a cluster of four (cuBLAS's 128x72 4x1 at this shape): each CTA issues a
+    # quarter of M's column tile to all four (tune-only: ``CLUSTER4_WIDTHS``)
+    "swap_wide_cluster4": (
+        Problem(196, 4608, 4096, "fp16"),
+        "tile_m=128,tile_n=72,cluster=4,swap_ab=1,split_k=1,epilogue=serial,raster=m,group=8",
+        ("wgmma.mma_async.sync.aligned.m64n72k16", _TMA_LOAD, _MULTICAST, _TMA_STORE, _ST_T2),
+        (_DIRECT,),
+        1,
+    ),
     # ... its direct-store twin (the swapped tiles' epilogue before the eleventh version)
     "swap_wide_direct": (
         Problem(338, 8192, 8192, "fp16"),
@@ -912,6 +921,32 @@ def test_r8_swapped_stream_k_validity() -> None:
     assert r8._valid(Problem(155, 36868, 7168), base)  # D^T's column pitch N % 8 != 0
 
 
+def test_r8_four_cta_clusters_are_tune_only() -> None:
+    """Clusters of four run the 128-row wide swaps of ``CLUSTER4_WIDTHS`` only (unsplit, the
+    TMA store, both rasters), every one a variant the heuristic never picks, not even at the
+    shapes where cuBLAS runs its 128x72 in 4x1 clusters; any other knob with four CTAs is
+    refused with a reason."""
+    r8 = _r8()
+    fours = [c for c in r8.MENU if c.cluster == 4]
+    assert {(c.tile_n, c.raster) for c in fours} == {
+        (w, r) for w in r8.CLUSTER4_WIDTHS for r in "mn"
+    }
+    assert r8.CLUSTER4_WIDTHS[0] == 72 and r8.CLUSTER4_WIDTHS[-1] == 128
+    shapes = [(212, 5120, 5120), (224, 5120, 4096), (193, 4608, 3584), (196, 4608, 4096)]
+    for c in fours:
+        knobs = (c.tile_m, c.swap_ab, c.split_k, c.stream_k, c.epilogue)
+        assert knobs == (128, True, 1, False, "serial"), c.name
+        assert c.label == f"128x{c.tile_n} c4 swap"
+        for shape in shapes:
+            p = Problem(*shape)
+            assert r8._valid(p, c) is None and r8._variant(p, c), (shape, c.name)
+    for shape in shapes:
+        assert r8._heuristic(Problem(*shape)).cluster in (1, 2), shape
+    base = fours[0]
+    for override in ("tile_m=64", "tile_m=256", "split_k=2", "stream_k=1", "swap_ab=0"):
+        assert r8._valid(Problem(196, 4608, 4096), base.with_overrides(override)), override
+
+
 @pytest.mark.parametrize("knobs", [(72, 1, "m"), (160, 2, "n"), (256, 1, "n")], ids=str)
 def test_r8_swapped_stream_k_compiles(knobs) -> None:
     """A swapped stream-K config compiles for sm_90a: whole tiles leave by the swapped TMA
@@ -994,8 +1029,9 @@ def test_r8_menu_fits_shared_memory() -> None:
     # 128-row wide swaps' stream-K twins (24 widths x cluster 1 or 2) in both rasters, 96
     # more: 863; then the 192-row wide swaps (12 widths, 72..160, x cluster 1 or 2, the TMA
     # store only) in both rasters, 48 more: 911; then the deferred epilogue's twins of six
-    # small unswapped tiles: 917
-    assert len(r8.MENU) <= 920, "a curated menu, not a cartesian product"
+    # small unswapped tiles: 917; then the 4-CTA swapped clusters (8 widths, 72..128, the TMA
+    # store only) in both rasters, 16 more: 933
+    assert len(r8.MENU) <= 936, "a curated menu, not a cartesian product"
 
 
 def test_r8_picks_64_row_wide_swaps_only_where_128_rows_leave_sms_idle() -> None:

@@ -191,6 +191,23 @@ def test_wide_swapped_tiles_are_correct(spec: KernelSpec, shard: str | None) -> 
     _check_forced(spec, names, ["ragged", *MID_M], shard)
 
 
+#: Shapes for the 4-CTA swapped clusters: cuBLAS's 4x1 shape (196x4608x4096: 9 x 3 clusters),
+#: N in a part of a cluster (2112 = 4.125 clusters of 512 rows: the last one's three upper
+#: CTAs hold no row of D and still take and issue their quarters of M's tile), ragged M, N, K.
+FOUR_CTA = ["196x4608x4096", "212x2112x1000", "77x3000x512", "300x1000x2056"]
+
+
+@pytest.mark.parametrize("spec", SPECS, ids=[s.id for s in SPECS])
+def test_four_cta_swapped_clusters_are_correct(spec: KernelSpec, shard: str | None) -> None:
+    """Every swapped config in a cluster of four (CuTeDSL: the 128-row wide swaps of
+    ``CLUSTER4_WIDTHS``, tune-only) on ``FOUR_CTA`` and the ragged suite. A backend without
+    four-CTA clusters has nothing to check."""
+    names = [n for n in _menu(spec) if _values(n)["cluster"] == "4"]
+    if not names:
+        pytest.skip(f"not applicable: {spec.id} has no cluster of four")
+    _check_forced(spec, names, ["ragged", *FOUR_CTA], shard)
+
+
 #: M the long side or nearly, ragged M, N and K: a swapped tile with M in 5 to 33 column tiles
 #: (``harness.tile_cost.whole_wave_transpose``: 4736x3072x3072 runs as 33 columns of 144).
 TRANSPOSED = ["1153x3000x1032", "2411x2112x1096", "4737x3072x3064"]

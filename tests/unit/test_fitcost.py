@@ -3,11 +3,12 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import pytest
 
-from harness.fitcost import M_BANDS, ceiling, held_out_weighted, own_choice
+from harness.fitcost import M_BANDS, ceiling, held_out_weighted, own_choice, samples
 from harness.gemm import Problem
 from harness.problems import held_out_m_share, random_shapes
 from harness.protocol import KernelSpec, Rung
@@ -51,6 +52,18 @@ def test_the_ceiling_is_the_fastest_timed_config_per_problem_across_runs() -> No
     assert "M 1-64 1.040 (1, 0 < 0.90)" in line
     assert "M 257-1024 0.850 (1, 1 < 0.90)" in line
     assert "M > 4096" not in line  # timed with no cuBLAS ratio: not a ceiling
+
+
+def test_samples_leave_out_clusters_the_model_does_not_price() -> None:
+    """A fit sees one CTA and pairs only: a cluster of four (CuTeDSL's tune-only swapped
+    clusters) has no constant in the model, and priced as one CTA its timings would move the
+    tile's efficiency."""
+    knobs = {"tile_m": 128, "tile_n": 72, "swap_ab": True}
+    recs = [
+        dataclasses.replace(_rec(R8, 200, 90.0), config_values={**knobs, "cluster": c})
+        for c in (1, 2, 4)
+    ]
+    assert sorted(s.config.cluster for s in samples([_doc(*recs)])) == [1, 2]
 
 
 def test_the_ceiling_is_per_gpu_and_per_backend() -> None:

@@ -13,7 +13,9 @@ knobs every DSL's rung 8 shares, plus ``persistent`` and ``epilogue``):
   waves) or 256 (two of 128 rows each; wide swaps up to 144 columns only); ``tile_n`` 16 to
   256 (the wgmma N; 16 and 32 only swapped; 160 for N = 10240, which 128-wide tiles quantize
   badly; 192, a step between 128 and 256 for tile counts that fill the last wave better).
-* ``cluster``: 1, or 2 CTAs along M sharing the B tile by TMA multicast (rung 7).
+* ``cluster``: 1, or 2 CTAs along M sharing the B tile by TMA multicast (rung 7); 4 for the
+  128-row wide swaps of ``CLUSTER4_WIDTHS`` (four row tiles of N sharing M's column tile, as
+  cuBLAS's ``128x72 ... 4x1`` at M 190-230; tune-only: the model does not price it).
 * ``swap_ab``: compute D^T[N, M] = B A^T. Small M then sits on the wgmma N side (n16 / n32 /
   n64, the narrowest that covers M) and N fills the M side (64 or 128 rows a CTA); at M
   1024-5120 a wide swap of 11 to 33 column tiles of M may fill whole waves where unswapped
@@ -296,6 +298,13 @@ DEFERRED_TILES = (
     (128, 128, 2),
     (128, 64, 1),
 )
+#: The widths of the 4-CTA swapped clusters (``_menu``): M 150-450 in two to four columns,
+#: where cuBLAS runs ``nvjet_sm90_hsh_128x72`` / ``128x80`` in 4x1 clusters (212x5120x5120,
+#: 224x5120x4096, 193x4608x3584, 196x4608x4096) and the best config of ours any run timed
+#: reached 83-87 % of it; the profile there found L2-to-SM traffic 18-20 % above cuBLAS's
+#: (README, "Tenth session"). Unsplit, no stream-K (a cluster of four may not all be resident at once on 132
+#: SMs, and stream-K's tail waits on every program), the TMA store, raster m or n.
+CLUSTER4_WIDTHS = tuple(tn for tn in SWAP_WIDE if tn <= 128)
 #: K splits of the wide swapped tiles per row count (cluster 1; ``_menu``). 256 rows are not
 #: split: split 2-4 ways they were correct and slower wherever the model ranked them (H200
 #: tune, backend README "Ninth version": 72x10240x8192 256x72 split 3 102.5 % of cuBLAS,
@@ -373,6 +382,10 @@ def _menu() -> tuple[R8Config, ...]:
         for tn in ROWS_192_WIDTHS
         for c in (1, 2)
     ]
+    # Four CTAs of 128 rows along N sharing M's column tile (``CLUSTER4_WIDTHS``): each CTA
+    # issues a quarter of the narrow tile, so a k-step brings 128 + W / 4 rows through L2, not
+    # 128 + W. Tune-only (``_variant``).
+    menu += [R8Config(128, tn, 4, swap_ab=True, epilogue="serial") for tn in CLUSTER4_WIDTHS]
     # Stream-K over wide swapped tiles of 128 rows: a mid-size M whose row tiles (N / 128)
     # leave the last wave part-empty (155x36864x7168 as 128x160: 288 tiles, 2.18 waves) runs
     # the tail's k-iterations on every SM instead (README, "Nineteenth version").
@@ -432,6 +445,10 @@ def _valid(problem: Problem, config: R8Config) -> str | None:
     tma_epi = _tma_epilogue(tma_store_variant(problem), config)
     if config.stream_k and not (config.persistent and tma_epi):
         return "stream-K: unsplit, persistent, the TMA-store epilogue and N % 8 == 0"
+    if config.cluster == 4 and not (
+        config.wide_swap and config.tile_m == 128 and config.split_k == 1 and not config.stream_k
+    ):
+        return "cluster=4: unsplit wide swapped tiles of 128 rows only (no stream-K)"
     if config.stream_k and config.swap_ab and (config.tile_m, config.wide_swap) != (128, True):
         return "stream-K swapped: wide tiles of 128 rows only"
     if config.epilogue in ("overlap", "deferred") and (config.swap_ab or not tma_epi):
@@ -512,11 +529,18 @@ def _epilogue_for(problem: Problem, c: R8Config) -> str:
 def _variant(problem: Problem, c: R8Config) -> bool:
     """``c`` changes what the cost model cannot see: raster (other than ``heuristic_raster``'s),
     group (other than 8: the grouped walk pads nothing, so no tile needs another), a
-    non-persistent grid or another epilogue than the kernel's default for the problem (overlap
-    wherever D allows the TMA-store epilogue, stream-K included)."""
+    non-persistent grid, another epilogue than the kernel's default for the problem (overlap
+    wherever D allows the TMA-store epilogue, stream-K included) or a cluster of four (no run
+    has timed one yet: ``CLUSTER4_WIDTHS``)."""
     want = _epilogue_for(problem, c)
     raster = heuristic_raster(problem, c)
-    return c.raster != raster or c.group != 8 or not c.persistent or c.epilogue != want
+    return (
+        c.raster != raster
+        or c.group != 8
+        or not c.persistent
+        or c.epilogue != want
+        or c.cluster == 4
+    )
 
 
 #: The shared cost model with this kernel family's constants: ``python -m harness fit-cost
