@@ -302,8 +302,9 @@ DEFERRED_TILES = (
 #: where cuBLAS runs ``nvjet_sm90_hsh_128x72`` / ``128x80`` in 4x1 clusters (212x5120x5120,
 #: 224x5120x4096, 193x4608x3584, 196x4608x4096) and the best config of ours any run timed
 #: reached 83-87 % of it; the profile there found L2-to-SM traffic 18-20 % above cuBLAS's
-#: (README, "Tenth session"). Unsplit, no stream-K (a cluster of four may not all be resident at once on 132
-#: SMs, and stream-K's tail waits on every program), the TMA store, raster m or n.
+#: (README, "Tenth session"). Unsplit, no stream-K (a grid of 33 clusters of four may not all
+#: be resident at once on 132 SMs, and stream-K's tail waits on every program), the TMA
+#: store, raster m or n.
 CLUSTER4_WIDTHS = tuple(tn for tn in SWAP_WIDE if tn <= 128)
 #: K splits of the wide swapped tiles per row count (cluster 1; ``_menu``). 256 rows are not
 #: split: split 2-4 ways they were correct and slower wherever the model ranked them (H200
