@@ -618,6 +618,11 @@ def swap_fits(problem: Problem, tile_n: int, widths: Sequence[int] = SWAP_WIDTHS
     return tile_n == min(w for w in widths if w >= share)
 
 
+def _fits_a_swap(problem: Problem, widths: Sequence[int]) -> bool:
+    """Whether a wide swapped tile of one of ``widths`` fits ``problem`` (:func:`swap_fits`)."""
+    return any(swap_fits(problem, w, widths) for w in widths)
+
+
 def one_wave_rows(
     problem: Problem,
     c: GemmConfig,
@@ -832,6 +837,7 @@ def heuristic_allows(
     num_sms: int = HOPPER.num_sms,
     short_k_split_rows: int = 0,
     one_column_swap_k: int = 0,
+    swapped_splits: bool = False,
 ) -> bool:
     """The structural rules every rung-8 heuristic applies before the cost model ranks:
 
@@ -856,7 +862,11 @@ def heuristic_allows(
       partials, their serial epilogue and the reduce where the grid is full), and none at
       K <= ``SPLIT_SHORT_K`` unless M <= ``short_k_split_rows`` (a kernel's own decode rule),
       and none at M <= 32 and K > ``SPLIT_SHORT_K`` where the unsplit 64-row cover fills
-      ``COVER_SPLIT_MAX_FILL`` of the SMs;
+      ``COVER_SPLIT_MAX_FILL`` of the SMs; a kernel whose menu splits wide swapped tiles
+      (``swapped_splits``) splits no unswapped tile where one of its ``swap_widths`` fits M
+      (:func:`swap_fits`: 64 < M < N): there the swapped split holds M in fewer padded rows
+      and ran faster (CuTeDSL README, "Thirty-second version"), while a kernel without one
+      keeps the unswapped split, its only source of CTAs where N is short;
     * the raster :func:`heuristic_raster` gives (m; a wide swap's by B outgrowing L2 or not).
 
     Waves, tails, split-K against stream-K against a smaller tile: the model decides.
@@ -889,6 +899,8 @@ def heuristic_allows(
             return False
         if problem.k <= SPLIT_SHORT_K and problem.m > short_k_split_rows:
             return False
+        if swapped_splits and not config.swap_ab and _fits_a_swap(problem, swap_widths):
+            return False  # a wide swapped split holds M: the unswapped one pads its rows
         if problem.m <= 32 and problem.k > SPLIT_SHORT_K:
             if cdiv(problem.n, 64) >= COVER_SPLIT_MAX_FILL * num_sms:  # the cover's CTAs
                 return False  # the unsplit cover streams the weights as fast, without a reduce

@@ -1159,6 +1159,28 @@ def test_r8_transposes_a_part_empty_wave_at_mid_m() -> None:
         assert not (pick.wide_swap and p.m > 8 * pick.tile_n), p.key
 
 
+def test_r8_splits_only_swapped_tiles_at_mid_m() -> None:
+    """Where a wide swap fits M (64 < M < N) a K split is of a swapped tile only (README,
+    "Thirty-second version"): the four counting-draw and sweep shapes whose unswapped split
+    it replaced take the swapped split the tuning runs timed faster, no pick at M 65-254 of
+    long-K shapes is an unswapped split, and at M = N the unswapped split stays."""
+    r8 = _r8()
+    moved = {
+        (116, 8192, 28672): (120, 2),
+        (121, 7168, 16384): (128, 2),
+        (128, 4096, 14336): (128, 4),
+        (128, 8192, 28672): (128, 2),
+    }
+    for shape, (width, split) in moved.items():
+        pick = r8._heuristic(Problem(*shape, "fp16"))
+        assert pick.wide_swap and (pick.tile_m, pick.tile_n, pick.split_k) == (128, width, split)
+    for m in range(65, 257, 7):
+        for n, k in ((4096, 14336), (8192, 28672), (3584, 18944), (6144, 16384)):
+            pick = r8._heuristic(Problem(m, n, k, "fp16"))
+            assert pick.swap_ab or pick.split_k == 1, (m, n, k, pick.name)
+    assert r8._heuristic(Problem(256, 256, 16384, "fp16")).split_k > 1
+
+
 def test_r8_short_k_wide_swaps_take_one_column_only() -> None:
     """At K <= ONE_COLUMN_SWAP_K (16 k-steps) no wide swap takes M in several column tiles
     (their serial epilogue is too big a share of each tile); M in one column still swaps, and

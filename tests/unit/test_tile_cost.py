@@ -435,6 +435,25 @@ def test_heuristic_rules_and_the_cheapest_allowed() -> None:
         cheapest(decode, _MENU, _valid, lambda c: False)
 
 
+def test_a_kernel_with_swapped_splits_splits_no_unswapped_tile_at_mid_m() -> None:
+    """``swapped_splits``: where a wide swap fits M only a swapped tile splits K; at M <= 64,
+    M >= N, past the widest swap and for a kernel without swapped splits nothing changes."""
+    mid = Problem(121, 7168, 16384)  # 57 128x256 CTAs: a split may pay
+    unswapped = GemmConfig(128, 256, 1, split_k=4)
+    swapped = GemmConfig(128, 128, 1, swap_ab=True, split_k=2)
+    assert heuristic_allows(mid, unswapped)
+    assert not heuristic_allows(mid, unswapped, swapped_splits=True)
+    assert heuristic_allows(mid, swapped, swapped_splits=True)
+    assert heuristic_allows(mid, GemmConfig(128, 256, 1), swapped_splits=True)  # unsplit
+    assert heuristic_allows(
+        Problem(121, 7168, 16384), unswapped, swap_widths=(72, 120), swapped_splits=True
+    )  # 121 past the widest swap: no swapped cover
+    square = Problem(256, 256, 16384)  # M = N: no swap fits
+    assert heuristic_allows(square, GemmConfig(128, 128, 1, split_k=4), swapped_splits=True)
+    short = Problem(40, 4096, 36864)
+    assert heuristic_allows(short, GemmConfig(64, 256, 1, split_k=4), swapped_splits=True)
+
+
 def test_explain_names_the_tiles_waves_model_time_and_the_runner_up() -> None:
     """A heuristic's one-line reason: the pick's tiles, its busiest program's waves and the
     model's time, then the cheapest other allowed config and how much slower the model puts

@@ -302,9 +302,10 @@ DEFERRED_TILES = (
 #: where cuBLAS runs ``nvjet_sm90_hsh_128x72`` / ``128x80`` in 4x1 clusters (212x5120x5120,
 #: 224x5120x4096, 193x4608x3584, 196x4608x4096) and the best config of ours any run timed
 #: reached 83-87 % of it; the profile there found L2-to-SM traffic 18-20 % above cuBLAS's
-#: (README, "Tenth session"). Unsplit, no stream-K (a grid of 33 clusters of four may not all
-#: be resident at once on 132 SMs, and stream-K's tail waits on every program), the TMA
-#: store, raster m or n.
+#: (README, "Tenth session"). Unsplit, no stream-K (an H200 holds 30 clusters of four at once,
+#: not 33, and stream-K's tail waits on every program), the TMA store, raster m or n. Correct
+#: on the H200, 4-8 % faster than one CTA at K <= 5120 and slower at 6144 and 13824: still
+#: tune-only (README, "Four-CTA swapped clusters").
 CLUSTER4_WIDTHS = tuple(tn for tn in SWAP_WIDE if tn <= 128)
 #: K splits of the wide swapped tiles per row count (cluster 1; ``_menu``). 256 rows are not
 #: split: split 2-4 ways they were correct and slower wherever the model ranked them (H200
@@ -640,7 +641,7 @@ def _heuristic(problem: Problem) -> R8Config:
     narrow tiles only as the cover of the short side; a wide swap in one column tile only at
     K <= ``ONE_COLUMN_SWAP_K``; splits keeping >= 512 of K, of a grid under half a wave, at
     K > 8192, and at M <= 32 only where the 64-row cover fills less than
-    ``COVER_SPLIT_MAX_FILL`` of the SMs;
+    ``COVER_SPLIT_MAX_FILL`` of the SMs; a split only of a swapped tile where a wide swap fits M;
     ``heuristic_raster``'s raster) on a cluster ``_heuristic_clusters`` allows; a 64-row wide
     swap only where its 128-row twin leaves half the SMs idle, a 192-row one only in one
     wave. Ties go to the larger tile, then cluster 2, then no split and no stream-K. At M
@@ -694,7 +695,9 @@ def _structurally_allowed(problem: Problem, c: R8Config) -> bool:
     what a rule applied after the model (``whole_wave_swap``) must keep to."""
     return (
         not _variant(problem, c)
-        and heuristic_allows(problem, c, BLOCK_K, one_column_swap_k=ONE_COLUMN_SWAP_K)
+        and heuristic_allows(
+            problem, c, BLOCK_K, one_column_swap_k=ONE_COLUMN_SWAP_K, swapped_splits=True
+        )
         and c.cluster in _heuristic_clusters(c)
     )
 
