@@ -211,6 +211,15 @@ def _r8_cases():
             Problem(410, 6144, 4096, "bf16"),
             dict(tile_m=192, tile_n=160, swap_ab=True, raster="n"),
         ),
+        # a wide swap split over K: fp32 D^T boxes into the split's slice, the tail box too
+        "wide-split2-128x72-c1": (
+            Problem(68, 6144, 16384),
+            dict(tile_n=72, split_k=2, **swap),
+        ),
+        "wide-split4-128x128-c1-rn-bf16": (
+            Problem(121, 7168, 16384, "bf16"),
+            dict(tile_n=128, split_k=4, raster="n", **swap),
+        ),
         "split4-128x128": (Problem(128, 4096, 14336), dict(tile_n=128, split_k=4, **c1)),
         "split8-64x64-bf16": (
             Problem(256, 256, 8192, "bf16"),
@@ -440,6 +449,26 @@ def test_r8_a_narrow_two_box_swap_in_columns_gives_way_to_its_wider_twin():
     assert (c.tile_m, c.tile_n, c.swap_ab) == (128, 72, True), c.name
 
 
+def test_r8_wide_swapped_splits_are_tune_only():
+    """The 128-row wide swaps up to ``SWAP_WIDE_SPLIT`` split K two and four ways (one CTA,
+    both rasters), valid where a split is, and the heuristic picks none of them: none has run
+    on a GPU yet (README, "Wide swapped splits"), though the model would take 12 of 2603
+    counting-draw and `sweep` shapes."""
+    r8 = _r8()
+    splits = [c for c in r8.MENU if c.wide_swap and c.split_k > 1]
+    widths = [w for w in r8.SWAP_WIDE if w <= r8.SWAP_WIDE_SPLIT]
+    assert {(c.tile_m, c.tile_n, c.cluster, c.split_k, c.raster) for c in splits} == {
+        (128, w, 1, s, r) for w in widths for s in (2, 4) for r in "mn"
+    }
+    p = Problem(68, 6144, 16384)
+    for c in splits:
+        assert r8._valid(p, c) is None and r8._variant(p, c), c.name
+        assert c.stages(4) >= 5, c.name
+    for shape in ((68, 6144, 16384), (69, 7168, 18432), (150, 4096, 14336)):
+        pick = r8._heuristic(Problem(*shape))
+        assert not (pick.wide_swap and pick.split_k > 1), (shape, pick.name)
+
+
 def test_r8_swapped_stream_k_validity():
     """Stream-K also runs the 128-row wide swaps (every ``SWAP_WIDE`` width, one box or two,
     cluster 1 and 2, both rasters); 64 and 256 rows, narrow covers, splits and a D^T whose
@@ -488,10 +517,12 @@ def test_r8_menu_fits_shared_memory():
             assert config.stages(out_bytes) * stage + epilogue <= r8.SMEM_BUDGET, config.name
     # curated: 48 configs, plus the wide swaps (each width on three tile families, two rasters)
     # and the 256- and 192-row ones up to SWAP_WIDE_256 and SWAP_WIDE_192 (cluster 1 and 2, two
-    # rasters), and the 128-row ones' stream-K twins (cluster 1 and 2, two rasters)
+    # rasters), the 128-row ones' stream-K twins (cluster 1 and 2, two rasters) and splits
     wide256 = sum(w <= r8.SWAP_WIDE_256 for w in r8.SWAP_WIDE)
     wide192 = len(r8.ROWS_192_WIDTHS)
+    wide_split = sum(w <= r8.SWAP_WIDE_SPLIT for w in r8.SWAP_WIDE)
     most = 48 + len(r8.SWAP_WIDE) * 3 * 2 + (wide256 + wide192 + len(r8.SWAP_WIDE)) * 2 * 2
+    most += wide_split * 2 * 2  # the wide swapped splits: two ways, two rasters
     assert len(r8.MENU) <= most, "a curated menu, not a product"
     for config in r8.MENU:
         if config.tile_m == 256:  # W fp32 accumulators a consumer thread: no wider than 144

@@ -429,7 +429,7 @@ def _mma_tile(s: Smem, unit, C: gl.constexpr, full, release):
         else:
             _store_tile(s, acc, off_m, off_n, split, C)
             if s.TAIL_N > 0:
-                _store_tail(s, acc2, off_m, off_n, C)
+                _store_tail(s, acc2, off_m, off_n, split, C)
     return full, release
 
 
@@ -490,15 +490,17 @@ def _store_tile(s: Smem, acc, off_m, off_n, split, C: gl.constexpr):
 
 
 @gluon.jit
-def _store_tail(s: Smem, acc2, off_m, off_n, C: gl.constexpr):
+def _store_tail(s: Smem, acc2, off_m, off_n, split, C: gl.constexpr):
     """A two-box swapped tile's second box of D rows, after its first (``_store_tile``, whose
-    ``store_wait`` covered this buffer too: the previous tile's tail store is done)."""
+    ``store_wait`` covered this buffer too: the previous tile's tail store is done), into the
+    same split's slice of the workspace as the first."""
     BOX_M: gl.constexpr = s.a_desc.block_shape[0]
     HEAD_N: gl.constexpr = s.b_desc.block_shape[0]
+    row0 = split * s.split_rows  # 0 without split-K
     c2_smem = s.c2_smem.index(C)
     c2_smem.store(gl.permute(acc2.to(s.c2_desc.dtype), (1, 0)))
     fence_async_shared()
-    tma.async_store(s.c2_desc, [off_n + HEAD_N, off_m + C * BOX_M], c2_smem)
+    tma.async_store(s.c2_desc, [row0 + off_n + HEAD_N, off_m + C * BOX_M], c2_smem)
 
 
 @gluon.jit
@@ -798,8 +800,9 @@ def _menu() -> tuple[R8Config, ...]:
     """Curated: cluster 2 only for the wide 128-row tiles (where B traffic matters); split-K
     only where the fp32 epilogue still leaves room for a ring (tile_n <= 128); swap-AB with
     the narrow tiles that cover a small M (16/32/64 columns, cluster 1, split or not) and with
-    the ``SWAP_WIDE`` tiles for a mid-size M (unsplit; 64 or 128 rows, 256 up to
-    ``SWAP_WIDE_256`` and 192 up to ``SWAP_WIDE_192``, cluster 1 or 2, both rasters);
+    the ``SWAP_WIDE`` tiles for a mid-size M (64 or 128 rows, 256 up to ``SWAP_WIDE_256``
+    and 192 up to ``SWAP_WIDE_192``, cluster 1 or 2, both rasters; split 2 or 4 only at 128
+    rows up to ``SWAP_WIDE_SPLIT`` wide, one CTA, tune-only: ``_variant``);
     stream-K on the unswapped tiles a tail wave is made of (the partials bypass shared memory)
     and on the 128-row wide swaps. Unswapped widths are powers of two: Triton's block shapes
     must be."""
@@ -820,6 +823,13 @@ def _menu() -> tuple[R8Config, ...]:
     for tn in (w for w in SWAP_WIDE if w <= SWAP_WIDE_256):
         for cluster in (2, 1):
             menu += [R8Config(256, tn, cluster, swap_ab=True, raster=r) for r in ("m", "n")]
+    # K split over the 128-row wide swaps, M's columns padded to fewer rows than an unswapped
+    # split's 128 (CuTeDSL's ``swapped_splits``; README, "Wide swapped splits").
+    for tn in (w for w in SWAP_WIDE if w <= SWAP_WIDE_SPLIT):
+        for split in (2, 4):
+            menu += [
+                R8Config(128, tn, 1, swap_ab=True, split_k=split, raster=r) for r in ("m", "n")
+            ]
     # 192 rows of N a CTA (three consumer warpgroups of 64 rows): the row count cuBLAS and the
     # CuTeDSL rung 8 run at mid M where N / 128 row tiles overfill a wave and N / 256 leave it
     # part-empty (the heuristic's: ``one_wave_rows``, ``whole_wave_swap``).
@@ -842,6 +852,9 @@ def _menu() -> tuple[R8Config, ...]:
 #: share of its column tiles to the next of them: 338 rows as 2 x 192, where CuTeDSL, with
 #: every multiple of 8, runs 2 x 176).
 SWAP_WIDE = (72, 80, 96, 128, 136, 144, 160, 192, 256)
+#: The widest wide swap split over K: its fp32 D^T buffers (128 x W x 4 bytes, 64 KiB at 128)
+#: leave a ring of five stages or more.
+SWAP_WIDE_SPLIT = 128
 #: The widest 192-row wide swap: a consumer thread holds W / 2 fp32 accumulators (one m64 block)
 #: within ``CONSUMER_REGS_3``, and its ring keeps three stages beside the D^T buffers.
 SWAP_WIDE_192 = 160
@@ -959,8 +972,13 @@ COST = HOPPER.with_params(
 
 def _variant(problem: Problem, config: R8Config) -> bool:
     """Knobs the cost model cannot see, set otherwise than the heuristic would: group 16, or
-    a wide swap's raster other than ``heuristic_raster``'s."""
-    return config.group != 8 or config.raster != heuristic_raster(problem, config)
+    a wide swap's raster other than ``heuristic_raster``'s; and the wide swapped splits,
+    tune-only until a GPU has timed them (README, "Wide swapped splits")."""
+    return (
+        config.group != 8
+        or config.raster != heuristic_raster(problem, config)
+        or (config.wide_swap and config.split_k > 1)
+    )
 
 
 def _ranked(problem: Problem) -> list[R8Config]:
@@ -976,7 +994,8 @@ def _heuristic(problem: Problem) -> R8Config:
     splits that keep >= 512 of K of a grid under half a wave and K > 8192 (decode at any K;
     at M <= 32 and K > 8192 only where the 64-row cover fills less than
     ``COVER_SPLIT_MAX_FILL`` of the SMs), a 192-row tile only alone, ``ROWS_192_PICKED`` wide,
-    in one wave (``harness.tile_cost.one_wave_rows``), group 8; then a 192-row swapped tile in
+    in one wave (``harness.tile_cost.one_wave_rows``), group 8, no wide swapped split
+    (tune-only); then a 192-row swapped tile in
     place of a stream-K wide swap where its tiles fill two waves or more, the last to 90 %
     (``harness.tile_cost.whole_wave_swap``), else ``_one_box_wider``. Ties go to the larger
     tile, then to cluster 2 (rung 7 at large M x N), then to no split and no stream-K."""
@@ -1001,7 +1020,7 @@ SHORT_K_SPLIT_ROWS = 16
 def _allowed(problem: Problem, c: R8Config) -> bool:
     """The heuristic's rules (``_heuristic``): what it may pick before the model ranks."""
     return (
-        c.group == 8
+        not _variant(problem, c)
         and one_wave_rows(problem, c, 192, ROWS_192_PICKED)
         and heuristic_allows(problem, c, BLOCK_K, SWAP_WIDE, short_k_split_rows=SHORT_K_SPLIT_ROWS)
     )
