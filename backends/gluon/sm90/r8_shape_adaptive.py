@@ -995,9 +995,9 @@ def _heuristic(problem: Problem) -> R8Config:
     at M <= 32 and K > 8192 only where the 64-row cover fills less than
     ``COVER_SPLIT_MAX_FILL`` of the SMs), a 192-row tile only alone, ``ROWS_192_PICKED`` wide,
     in one wave (``harness.tile_cost.one_wave_rows``), group 8, no wide swapped split
-    (tune-only); then a 192-row swapped tile in
-    place of a stream-K wide swap where its tiles fill two waves or more, the last to 90 %
-    (``harness.tile_cost.whole_wave_swap``), else ``_one_box_wider``. Ties go to the larger
+    (tune-only); then a 192-row swapped tile in place of a stream-K wide swap where its tiles
+    fill two waves or more, the last to 90 % (``harness.tile_cost.whole_wave_swap``), else
+    ``_one_box_wider``. Ties go to the larger
     tile, then to cluster 2 (rung 7 at large M x N), then to no split and no stream-K."""
 
     allowed = functools.partial(_allowed, problem)
