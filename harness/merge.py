@@ -88,7 +88,8 @@ def resume_problem(doc: Document, environment: Mapping[str, Any]) -> str | None:
     if doc.environment.get("git_sha") != environment.get("git_sha"):
         return (
             f"{doc.source} was measured with code {doc.environment.get('git_sha')}, this is "
-            f"{environment.get('git_sha')}"
+            f"{environment.get('git_sha')}; run the rest into a new file and join the two with "
+            "`python -m harness merge --allow-mixed` if the kernels measured did not change"
         )
     return None
 
