@@ -452,7 +452,7 @@ def test_r8_a_narrow_two_box_swap_in_columns_gives_way_to_its_wider_twin():
 def test_r8_wide_swapped_splits_are_tune_only():
     """The 128-row wide swaps up to ``SWAP_WIDE_SPLIT`` split K two and four ways (one CTA,
     both rasters), valid where a split is, and the heuristic picks none of them: none has run
-    on a GPU yet (README, "Wide swapped splits"), though the model would take 12 of 2603
+    on a GPU yet (README, "Wide swapped splits"), though the model would take 12 of 2351
     counting-draw and `sweep` shapes."""
     r8 = _r8()
     splits = [c for c in r8.MENU if c.wide_swap and c.split_k > 1]
