@@ -618,11 +618,6 @@ def swap_fits(problem: Problem, tile_n: int, widths: Sequence[int] = SWAP_WIDTHS
     return tile_n == min(w for w in widths if w >= share)
 
 
-def _fits_a_swap(problem: Problem, widths: Sequence[int]) -> bool:
-    """Whether a wide swapped tile of one of ``widths`` fits ``problem`` (:func:`swap_fits`)."""
-    return any(swap_fits(problem, w, widths) for w in widths)
-
-
 def one_wave_rows(
     problem: Problem,
     c: GemmConfig,
@@ -899,8 +894,9 @@ def heuristic_allows(
             return False
         if problem.k <= SPLIT_SHORT_K and problem.m > short_k_split_rows:
             return False
-        if swapped_splits and not config.swap_ab and _fits_a_swap(problem, swap_widths):
-            return False  # a wide swapped split holds M: the unswapped one pads its rows
+        if swapped_splits and not config.swap_ab:
+            if any(swap_fits(problem, w, swap_widths) for w in swap_widths):
+                return False  # a wide swapped split holds M: the unswapped one pads its rows
         if problem.m <= 32 and problem.k > SPLIT_SHORT_K:
             if cdiv(problem.n, 64) >= COVER_SPLIT_MAX_FILL * num_sms:  # the cover's CTAs
                 return False  # the unsplit cover streams the weights as fast, without a reduce

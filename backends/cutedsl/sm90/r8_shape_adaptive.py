@@ -532,8 +532,8 @@ def _variant(problem: Problem, c: R8Config) -> bool:
     """``c`` changes what the cost model cannot see: raster (other than ``heuristic_raster``'s),
     group (other than 8: the grouped walk pads nothing, so no tile needs another), a
     non-persistent grid, another epilogue than the kernel's default for the problem (overlap
-    wherever D allows the TMA-store epilogue, stream-K included) or a cluster of four (no run
-    has timed one yet: ``CLUSTER4_WIDTHS``)."""
+    wherever D allows the TMA-store epilogue, stream-K included) or a cluster of four (the
+    model has no constant for four CTAs, and their A/B was mixed: ``CLUSTER4_WIDTHS``)."""
     want = _epilogue_for(problem, c)
     raster = heuristic_raster(problem, c)
     return (
