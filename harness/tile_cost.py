@@ -59,6 +59,7 @@ __all__ = [
     "swap_cover",
     "swap_fits",
     "swap_raster",
+    "unsplit_twin",
     "wasted_share",
     "whole_wave_swap",
     "whole_wave_transpose",
@@ -586,6 +587,24 @@ def split_cover(
         and cdiv(problem.m, c.tile_n) <= SPLIT_COVER_MAX_COLUMNS
     ]
     return max(fits, key=key) if fits else None
+
+
+def unsplit_twin(problem: Problem, chosen: C) -> C | None:
+    """The 64-row unsplit twin that replaces ``chosen``, a 128-row wide swapped tile split
+    two ways (one CTA), or None: the same width, the same CTAs (N / 128 row tiles, two
+    splits each, against N / 64 row tiles) and the same MMA work a CTA (128 rows of half of K
+    against 64 rows of all of it), without the fp32 partials, their serial epilogue and the
+    reduce kernel. The model prices the 64-row tile's MMA rate below the 128-row tile's and
+    so puts the split ahead; timed side by side the twin ran faster at 5 of Gluon's 6
+    tuning shapes (H200: 150x4096x14336 101.4 against 95.3 % of cuBLAS, 74x5120x27648 99.2
+    against 95.7; 79x4608x36864 the exception, 94.1 against 95.8: Gluon README, "Nineteenth
+    version"). A split four ways doubles the twin's CTAs and stays the model's to weigh. A
+    kernel opts in by applying it to its pick where its heuristic allows the twin."""
+    if not (chosen.wide_swap and chosen.tile_m == 128 and chosen.split_k == 2):
+        return None
+    if chosen.stream_k or chosen.cluster != 1:
+        return None
+    return dataclasses.replace(chosen, tile_m=64, split_k=1)
 
 
 #: A wide swapped tile's width: M's share of its column tiles, rounded up to this — the wgmma

@@ -449,11 +449,11 @@ def test_r8_a_narrow_two_box_swap_in_columns_gives_way_to_its_wider_twin():
     assert (c.tile_m, c.tile_n, c.swap_ab) == (128, 72, True), c.name
 
 
-def test_r8_wide_swapped_splits_are_tune_only():
+def test_r8_swapped_splits_replace_unswapped_ones():
     """The 128-row wide swaps up to ``SWAP_WIDE_SPLIT`` split K two and four ways (one CTA,
-    both rasters), valid where a split is, and the heuristic picks none of them: none has run
-    on a GPU yet (README, "Wide swapped splits"), though the model would take 12 of 2351
-    counting-draw and `sweep` shapes."""
+    both rasters), valid where a split is; where one fits M the heuristic splits no unswapped
+    tile (``swapped_splits``), and a swapped split two ways gives way to its 64-row unsplit
+    twin (``unsplit_twin``): README, "Nineteenth version"."""
     r8 = _r8()
     splits = [c for c in r8.MENU if c.wide_swap and c.split_k > 1]
     widths = [w for w in r8.SWAP_WIDE if w <= r8.SWAP_WIDE_SPLIT]
@@ -462,11 +462,19 @@ def test_r8_wide_swapped_splits_are_tune_only():
     }
     p = Problem(68, 6144, 16384)
     for c in splits:
-        assert r8._valid(p, c) is None and r8._variant(p, c), c.name
+        assert r8._valid(p, c) is None, c.name
+        assert r8._variant(p, c) == (c.raster != "m"), c.name
         assert c.stages(4) >= 5, c.name
-    for shape in ((68, 6144, 16384), (69, 7168, 18432), (150, 4096, 14336)):
-        pick = r8._heuristic(Problem(*shape))
-        assert not (pick.wide_swap and pick.split_k > 1), (shape, pick.name)
+
+    def pick(m: int, n: int, k: int) -> tuple:
+        c = r8._heuristic(Problem(m, n, k))
+        return (c.tile_m, c.tile_n, c.swap_ab, c.split_k)
+
+    assert pick(71, 4096, 14336) == (128, 72, True, 4)  # 32 tiles: the split adds CTAs
+    assert pick(108, 3584, 18944) == (128, 128, True, 4)  # was unswapped 128x128 split 4
+    assert pick(68, 6144, 16384) == (64, 72, True, 1)  # the twin of 128x72 split 2
+    assert pick(150, 4096, 14336) == (64, 80, True, 1)  # the twin of 128x80 split 2
+    assert pick(104, 8192, 28672) == (64, 128, False, 1)  # no unswapped split at mid M
 
 
 def test_r8_swapped_stream_k_validity():

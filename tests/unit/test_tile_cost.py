@@ -30,6 +30,7 @@ from harness.tile_cost import (
     swap_cover,
     swap_fits,
     swap_raster,
+    unsplit_twin,
 )
 
 
@@ -433,6 +434,23 @@ def test_heuristic_rules_and_the_cheapest_allowed() -> None:
     assert pick.swap_ab and pick.split_k == 1  # 64 cover CTAs: no split
     with pytest.raises(ValueError, match="no allowed config"):
         cheapest(decode, _MENU, _valid, lambda c: False)
+
+
+def test_the_unsplit_twin_replaces_only_a_two_way_128_row_swapped_split() -> None:
+    """``unsplit_twin``: a 128-row wide swapped split two ways (one CTA) gives way to the
+    64-row unsplit tile of its width, as many CTAs; a four-way split (twice the twin's CTAs),
+    a pair, stream-K, an unswapped split and a narrow cover stay."""
+    p = Problem(73, 6144, 16384)
+    split2 = GemmConfig(128, 80, 1, swap_ab=True, split_k=2)
+    twin = unsplit_twin(p, split2)
+    assert twin == GemmConfig(64, 80, 1, swap_ab=True)
+    assert twin.ctas(p) == split2.ctas(p)
+    assert unsplit_twin(p, GemmConfig(128, 80, 1, swap_ab=True, split_k=4)) is None
+    assert unsplit_twin(p, GemmConfig(128, 80, 2, swap_ab=True, split_k=2)) is None
+    assert unsplit_twin(p, GemmConfig(128, 80, 1, swap_ab=True, stream_k=True)) is None
+    assert unsplit_twin(p, GemmConfig(128, 128, 1, split_k=2)) is None
+    assert unsplit_twin(p, GemmConfig(128, 32, 1, swap_ab=True, split_k=2)) is None
+    assert unsplit_twin(p, GemmConfig(64, 80, 1, swap_ab=True)) is None
 
 
 def test_a_kernel_with_swapped_splits_splits_no_unswapped_tile_at_mid_m() -> None:

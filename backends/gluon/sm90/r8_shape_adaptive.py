@@ -126,6 +126,7 @@ from harness.tile_cost import (
     heuristic_raster,
     one_wave_rows,
     ranked,
+    unsplit_twin,
     whole_wave_swap,
 )
 
@@ -802,7 +803,7 @@ def _menu() -> tuple[R8Config, ...]:
     the narrow tiles that cover a small M (16/32/64 columns, cluster 1, split or not) and with
     the ``SWAP_WIDE`` tiles for a mid-size M (64 or 128 rows, 256 up to ``SWAP_WIDE_256``
     and 192 up to ``SWAP_WIDE_192``, cluster 1 or 2, both rasters; split 2 or 4 only at 128
-    rows up to ``SWAP_WIDE_SPLIT`` wide, one CTA, tune-only: ``_variant``);
+    rows up to ``SWAP_WIDE_SPLIT`` wide, one CTA);
     stream-K on the unswapped tiles a tail wave is made of (the partials bypass shared memory)
     and on the 128-row wide swaps. Unswapped widths are powers of two: Triton's block shapes
     must be."""
@@ -824,7 +825,8 @@ def _menu() -> tuple[R8Config, ...]:
         for cluster in (2, 1):
             menu += [R8Config(256, tn, cluster, swap_ab=True, raster=r) for r in ("m", "n")]
     # K split over the 128-row wide swaps, M's columns padded to fewer rows than an unswapped
-    # split's 128 (CuTeDSL's ``swapped_splits``; README, "Wide swapped splits").
+    # split's 128: where one fits M, the only split the heuristic takes (``swapped_splits``;
+    # README, "Nineteenth version").
     for tn in (w for w in SWAP_WIDE if w <= SWAP_WIDE_SPLIT):
         for split in (2, 4):
             menu += [
@@ -972,13 +974,8 @@ COST = HOPPER.with_params(
 
 def _variant(problem: Problem, config: R8Config) -> bool:
     """Knobs the cost model cannot see, set otherwise than the heuristic would: group 16, or
-    a wide swap's raster other than ``heuristic_raster``'s; and the wide swapped splits,
-    tune-only until a GPU has timed them (README, "Wide swapped splits")."""
-    return (
-        config.group != 8
-        or config.raster != heuristic_raster(problem, config)
-        or (config.wide_swap and config.split_k > 1)
-    )
+    a wide swap's raster other than ``heuristic_raster``'s."""
+    return config.group != 8 or config.raster != heuristic_raster(problem, config)
 
 
 def _ranked(problem: Problem) -> list[R8Config]:
@@ -994,14 +991,18 @@ def _heuristic(problem: Problem) -> R8Config:
     splits that keep >= 512 of K of a grid under half a wave and K > 8192 (decode at any K;
     at M <= 32 and K > 8192 only where the 64-row cover fills less than
     ``COVER_SPLIT_MAX_FILL`` of the SMs), a 192-row tile only alone, ``ROWS_192_PICKED`` wide,
-    in one wave (``harness.tile_cost.one_wave_rows``), group 8, no wide swapped split
-    (tune-only); then a 192-row swapped tile in place of a stream-K wide swap where its tiles
-    fill two waves or more, the last to 90 % (``harness.tile_cost.whole_wave_swap``), else
-    ``_one_box_wider``. Ties go to the larger
+    in one wave (``harness.tile_cost.one_wave_rows``), group 8, and where a wide swap fits M
+    no unswapped split (``swapped_splits``); then the 64-row unsplit twin of a 128-row wide
+    swap split two ways (``harness.tile_cost.unsplit_twin``); then a 192-row swapped tile in
+    place of a stream-K wide swap where its tiles fill two waves or more, the last to 90 %
+    (``harness.tile_cost.whole_wave_swap``), else ``_one_box_wider``. Ties go to the larger
     tile, then to cluster 2 (rung 7 at large M x N), then to no split and no stream-K."""
 
     allowed = functools.partial(_allowed, problem)
     pick = cheapest(problem, MENU, _valid, allowed, block_k=BLOCK_K, model=COST)
+    twin = unsplit_twin(problem, pick)
+    if twin is not None and twin in MENU and _valid(problem, twin) is None and allowed(twin):
+        pick = twin
     whole = whole_wave_swap(problem, pick, 192, ROWS_192_WHOLE)
     if whole in MENU and _valid(problem, whole) is None:
         return whole
@@ -1022,7 +1023,14 @@ def _allowed(problem: Problem, c: R8Config) -> bool:
     return (
         not _variant(problem, c)
         and one_wave_rows(problem, c, 192, ROWS_192_PICKED)
-        and heuristic_allows(problem, c, BLOCK_K, SWAP_WIDE, short_k_split_rows=SHORT_K_SPLIT_ROWS)
+        and heuristic_allows(
+            problem,
+            c,
+            BLOCK_K,
+            SWAP_WIDE,
+            short_k_split_rows=SHORT_K_SPLIT_ROWS,
+            swapped_splits=True,
+        )
     )
 
 
