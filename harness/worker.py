@@ -27,6 +27,7 @@ Third-party noise (DSL deprecation warnings and the like) is silenced in the wor
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import sys
@@ -306,8 +307,13 @@ def main(argv: Sequence[str] | None = None) -> None:
 
 
 def serve(conn: Connection, spec: KernelSpec | None, device: str) -> None:
-    """Worker main loop: answer commands until ``exit`` or the parent goes away."""
+    """Worker main loop: answer commands until ``exit`` or the parent goes away. torch is
+    imported before the worker reports ready, so its import (seconds, more on a loaded host)
+    counts against the start-up timeout, not the first step's (a 5 s ``--timeout`` timed out
+    a kernel that raises at once when two workers started on two busy cores)."""
     quiet_third_party()
+    with contextlib.suppress(ImportError):  # a codegen-only environment may lack it
+        import torch  # noqa: F401
     state = _State(spec, device)
     conn.send({"ready": True})
     while True:
