@@ -999,17 +999,19 @@ def _heuristic(problem: Problem) -> R8Config:
     tile, then to cluster 2 (rung 7 at large M x N), then to no split and no stream-K."""
 
     allowed = functools.partial(_allowed, problem)
+
+    def takes(c: R8Config | None) -> bool:  # a rule's replacement, if the heuristic allows it
+        return c is not None and c in MENU and _valid(problem, c) is None and allowed(c)
+
     pick = cheapest(problem, MENU, _valid, allowed, block_k=BLOCK_K, model=COST)
-    twin = unsplit_twin(problem, pick)
-    if twin is not None and twin in MENU and _valid(problem, twin) is None and allowed(twin):
-        pick = twin
+    unsplit = unsplit_twin(problem, pick)
+    if takes(unsplit):
+        pick = unsplit
     whole = whole_wave_swap(problem, pick, 192, ROWS_192_WHOLE)
     if whole in MENU and _valid(problem, whole) is None:
         return whole
-    twin = _one_box_wider(problem, pick)
-    if twin is not None and twin in MENU and _valid(problem, twin) is None and allowed(twin):
-        return twin
-    return pick
+    wider = _one_box_wider(problem, pick)
+    return wider if takes(wider) else pick
 
 
 #: The M up to which the heuristic still splits a K of at most ``SPLIT_SHORT_K``: decode,
