@@ -643,11 +643,13 @@ def one_wave_rows(
     rows: int,
     widths: Sequence[int],
     num_sms: int = HOPPER.num_sms,
+    min_fill: float = 0.0,
 ) -> bool:
     """Whether the heuristic may pick ``c`` before the model ranks, as far as a row count
     between the two-warpgroup tiles goes: a tile of ``rows`` rows (three consumer warpgroups
     at 192) only alone, at a width among ``widths`` (those its backend's A/B timed winning),
-    and where its tiles fit one wave; any other row count passes.
+    and where its tiles fit one wave, filling at least ``min_fill`` of it; any other row count
+    passes.
 
     What such a tile buys is the one wave that 128- and 256-row tiles leave part-empty or
     overfill (H200: 400x6144x4096 as 128 tiles of 192x104 at 103.9 % of cuBLAS, 96 of
@@ -659,7 +661,8 @@ def one_wave_rows(
     the model."""
     if c.tile_m != rows:
         return True
-    return c.cluster == 1 and c.tile_n in widths and c.ctas(problem) <= num_sms
+    ctas = c.ctas(problem)
+    return c.cluster == 1 and c.tile_n in widths and min_fill * num_sms <= ctas <= num_sms
 
 
 #: The least share of its last wave a :func:`whole_wave_swap` tile's tiles must fill: at 0.91

@@ -17,7 +17,7 @@ from compile_checks import assert_listing_imports_no_dsl, assert_tuned_entries_o
 from expectations import require_dsl, require_tool
 
 from backends.cutedsl import kernels
-from harness.problems import expand
+from harness.problems import expand, random_shapes
 from harness.protocol import Problem, Rung, cdiv
 from harness.tile_cost import HOPPER, swap_fits
 from harness.toolchain import find_ptxas, run_ptxas
@@ -1074,6 +1074,27 @@ def test_r8_picks_192_row_tiles_alone_in_one_wave_at_widths_timed() -> None:
     assert not r8._allowed(many, r8._ranked(many)[0])
     assert r8._heuristic(many).label == "128x152 swap"
     assert all(r8._heuristic(p).tile_m != 192 for p in expand(["sweep"]))
+
+
+def test_r8_picks_a_192_row_tile_only_where_it_fills_the_wave() -> None:
+    """A 192-row swapped tile in one wave only where its tiles fill ``ROWS_192_FILL`` of the
+    SMs (thirty-third version): 387x4608x3584 (24 x 4 = 96 CTAs, where 251x4608x3584's 96 of
+    192x72 ran 80.6 % of cuBLAS against 128x88 swapped's 95.7) keeps 128-row tiles, and no
+    one-wave 192-row pick over a counting draw leaves more than a tenth of the SMs idle."""
+    r8 = _r8()
+    part = Problem(387, 4608, 3584, "fp16")
+    assert r8._ranked(part)[0].tile_m == 192  # the model alone would take it
+    assert r8._heuristic(part).tile_m == 128
+    assert r8._heuristic(Problem(410, 6144, 4096, "fp16")).label == "192x104 swap"  # 128 CTAs
+    one_wave = 0
+    for seed in range(10**6, 10**6 + 10):
+        for m, n, k in random_shapes(seed):
+            p = Problem(m, n, k, "fp16")
+            c = r8._heuristic(p)
+            if c.tile_m == 192 and c.ctas(p) <= r8.DEFAULT_NUM_SMS:
+                assert c.ctas(p) >= r8.ROWS_192_FILL * r8.DEFAULT_NUM_SMS, (p, c.name)
+                one_wave += 1
+    assert one_wave  # the draws hold such picks: the rule is exercised, not vacuous
 
 
 def _assert_picks(r8, want: dict[tuple[int, int, int], str], epilogue: str) -> None:

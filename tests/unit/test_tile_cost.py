@@ -253,6 +253,14 @@ def test_a_middle_row_count_is_picked_alone_at_its_widths_in_one_wave() -> None:
     # other row counts are not its concern, on any cluster or wave count
     assert tile_cost.one_wave_rows(many, GemmConfig(128, 152, 2, True), 192, widths)
     assert tile_cost.one_wave_rows(many, GemmConfig(256, 96, 1, True), 192, widths)
+    # a fill floor refuses a wave its tiles leave part-empty: 24 x 4 = 96 of 132 SMs
+    part = Problem(385, 4608, 3584)
+    assert tile_cost.one_wave_rows(part, GemmConfig(192, 104, 1, True), 192, widths)
+    assert not tile_cost.one_wave_rows(
+        part, GemmConfig(192, 104, 1, True), 192, widths, min_fill=0.9
+    )
+    assert tile_cost.one_wave_rows(one_wave, GemmConfig(192, 104, 1, True), 192, widths, 132, 0.9)
+    assert tile_cost.one_wave_rows(part, GemmConfig(128, 104, 1, True), 192, widths, 132, 0.9)
 
 
 def test_idle_share_counts_the_empty_slots_of_the_last_wave() -> None:

@@ -281,6 +281,14 @@ ROWS_192_PICKED = (104, 112)
 #: The 192-row widths that may replace a stream-K pick over whole waves: those timed at three
 #: shapes or more, one wave or several (72..112; 120..160 once each).
 ROWS_192_WHOLE = tuple(tn for tn in ROWS_192_WIDTHS if tn <= 112)
+#: The least share of the SMs a 192-row tile picked in one wave must fill. Its point is the
+#: wave that 128- and 256-row tiles leave part-empty; where its own tiles leave a quarter of
+#: the SMs idle it lost at every shape timed (H200 tuning runs: 251x4608x3584 192x72, 96 CTAs,
+#: 80.6 % of cuBLAS against 128x88 swapped's 95.7; 250x10240x8192 192x128, 108 CTAs, 90.4
+#: against 104.8; held out, 385x4608x3584 192x104, 96 CTAs, 84.2), and it won at each shape
+#: where they filled 128 SMs or more (208x12288x4096 105.3 against 89.4; 1248x2112x7168
+#: 107.5 against 89.2; README, "Thirty-third version").
+ROWS_192_FILL = 0.9
 #: The unswapped tiles with a "deferred" twin (tune-only: timed on the H200 against overlap at
 #: 8 shapes of 64x64, 64x128 and 64x256, it won once, by 3.5 points, and lost 0.1-1.1 at the
 #: others; README, "Twenty-ninth version"): those whose whole tile fits the epilogue buffers
@@ -644,9 +652,10 @@ def _heuristic(problem: Problem) -> R8Config:
     ``COVER_SPLIT_MAX_FILL`` of the SMs; a split only of a swapped tile where a wide swap fits M;
     ``heuristic_raster``'s raster) on a cluster ``_heuristic_clusters`` allows; a 64-row wide
     swap only where its 128-row twin leaves half the SMs idle, a 192-row one only in one
-    wave. Ties go to the larger tile, then cluster 2, then no split and no stream-K. At M
-    33..64 a split cover (``harness.tile_cost.split_cover``: 64x32, 128x32 or 128x16, M in
-    two or three column tiles) replaces the 64-column cover where it fills more of one wave;
+    wave whose SMs its tiles fill to ``ROWS_192_FILL``. Ties go to the larger tile, then
+    cluster 2, then no split and no stream-K. At M 33..64 a split cover
+    (``harness.tile_cost.split_cover``: 64x32, 128x32 or 128x16, M in two or three column
+    tiles) replaces the 64-column cover where it fills more of one wave;
     a 192-row swapped tile (``harness.tile_cost.whole_wave_swap``) replaces a stream-K wide
     swap where its tiles fill two waves or more, the last to 90 % or more; at M 1024-5120 a
     swapped tile of ``_transposes`` (``harness.tile_cost.whole_wave_transpose``) replaces an
@@ -676,7 +685,7 @@ def _transposes(problem: Problem) -> list[R8Config]:
         for c in MENU
         if c.wide_swap
         and c.tile_m in (128, 192)
-        and one_wave_rows(problem, c, 192, ROWS_192_PICKED)
+        and one_wave_rows(problem, c, 192, ROWS_192_PICKED, min_fill=ROWS_192_FILL)
         and (c.cluster, c.raster, c.group, c.persistent) == (1, "m", 8, True)
         and c.epilogue == "serial"
         and _valid(problem, c) is None
@@ -707,7 +716,7 @@ def _allowed(problem: Problem, c: R8Config) -> bool:
     return (
         _structurally_allowed(problem, c)
         and _one_warpgroup_swap_pays(problem, c)
-        and one_wave_rows(problem, c, 192, ROWS_192_PICKED)
+        and one_wave_rows(problem, c, 192, ROWS_192_PICKED, min_fill=ROWS_192_FILL)
     )
 
 
