@@ -685,7 +685,7 @@ def _transposes(problem: Problem) -> list[R8Config]:
         for c in MENU
         if c.wide_swap
         and c.tile_m in (128, 192)
-        and one_wave_rows(problem, c, 192, ROWS_192_PICKED, min_fill=ROWS_192_FILL)
+        and one_wave_rows(problem, c, 192, ROWS_192_PICKED)
         and (c.cluster, c.raster, c.group, c.persistent) == (1, "m", 8, True)
         and c.epilogue == "serial"
         and _valid(problem, c) is None
