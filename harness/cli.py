@@ -1,4 +1,4 @@
-"""``python -m harness list|bench|codegen|merge|tune-table|fit-cost``.
+"""``python -m harness list|bench|picks|codegen|merge|tune-table|fit-cost``.
 
 Results go to an ignored run folder (``runs/``) unless ``--out`` says otherwise; the curated,
 committed results under ``reports/results/`` change only through ``python -m reports promote``.
@@ -376,6 +376,144 @@ def cmd_bench(args: argparse.Namespace) -> int:
     return 1 if left or (bad and args.strict) else 0
 
 
+# ---------------------------------------------------------------------------------------- picks
+def code_changes(sha: str, backends: Sequence[str], root: Path | None = None) -> str:
+    """Which files of ``backends`` and the harness's code differ between commit ``sha`` and the
+    checkout at ``root`` (default: this one), documentation aside: a line for ``picks
+    --against``, or why it cannot say."""
+    import subprocess
+
+    root = root or Path(__file__).resolve().parents[1]
+    paths = [*(f"backends/{b}" for b in sorted(set(backends))), "harness"]
+    cmd = ["git", "-C", str(root), "diff", "--name-only", sha, "--", *paths, ":(exclude)*.md"]
+    try:
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return f"cannot tell whether the code changed since {sha[:10]} ({e})"
+    if done.returncode != 0:
+        why = done.stderr.strip().splitlines()[-1:] or ["git failed"]
+        return f"cannot tell whether the code changed since {sha[:10]} ({why[0]})"
+    files = done.stdout.split()
+    if not files:
+        return f"code unchanged since the run's tree {sha[:10]} ({', '.join(paths)})"
+    groups = []
+    for path in paths:
+        mine = [f for f in files if f.startswith(path + "/")]
+        if mine:
+            shown = ", ".join(f.removeprefix(path + "/") for f in mine[:5])
+            more = f" and {len(mine) - 5} more" if len(mine) > 5 else ""
+            groups.append(f"{path}/: {shown}{more}")
+    return (
+        f"code changed since the run's tree {sha[:10]} ({'; '.join(groups)}): the same configs "
+        "may run differently, so time them again before calling the run current"
+    )
+
+
+def cmd_picks(args: argparse.Namespace) -> int:
+    """What each selected kernel with a config space would run for each problem, and why, on a
+    named GPU (its tuned table) without a GPU or a compile; with ``--against`` a run's
+    records, where today's selection differs from what that run ran."""
+    from harness.configs import current_gpu_name
+    from harness.results import ResultsError, load
+    from harness.runner import Runner, RunSettings, survey
+
+    reg = discover()
+    _report_discovery_errors(reg)
+    run = None
+    ran: dict[tuple[str, str], str] = {}
+    if args.against:
+        try:
+            run = load(args.against)
+        except ResultsError as e:
+            raise UsageError(f"--against: {e}") from None
+        ran = {
+            (r.kernel, r.problem.key): r.config
+            for r in run.bench
+            if r.selected and r.config is not None
+        }
+        if not ran:
+            raise UsageError(f"--against {args.against}: no record of a kernel's own config choice")
+    try:
+        problems = (
+            expand([canonical_suite(s) for s in args.suite], args.dtype) if args.suite else []
+        )
+    except ValueError as e:
+        raise UsageError(str(e)) from None
+    if not problems and run is not None:
+        seen = {r.problem.key: r.problem for r in run.bench if (r.kernel, r.problem.key) in ran}
+        problems = list(seen.values())
+    flags = args.backend or args.rung or args.arch or args.kernel
+    specs = _select(reg, args)
+    if run is not None and not flags:
+        specs = [s for s in specs if any(k == s.id for k, _ in ran)]
+    specs = [s for s in specs if s.rung != Rung.CUBLAS]
+    envs = _worker_envs(args, reg)
+    status = survey(specs, envs, args.timeout)  # each backend's own environment (--python)
+    by_need: dict[str, list[str]] = {}
+    for s in specs:
+        if status[s.id].missing:
+            by_need.setdefault(", ".join(status[s.id].missing), []).append(s.id)
+    for need, ids in by_need.items():
+        _warn(f"skipped, not installed ({need}): {', '.join(ids)}")
+    specs = [s for s in specs if not status[s.id].missing]
+    if not specs:
+        raise UsageError("no selected kernel can be loaded; see `python -m harness list`")
+    gpu = args.gpu
+    if gpu is None and run is not None:
+        gpu = run.environment.get("gpu") or next(
+            (r.gpu["name"] for r in run.bench if r.gpu and r.gpu.get("name")), None
+        )
+    if gpu is None:
+        gpu = current_gpu_name()
+    table = f"tuned tables for {gpu}, else" if gpu else "no GPU named: no tuned table, only"
+    _print(f"picks for {len(problems)} problem(s) ({table} each kernel's heuristic)")
+    with Runner(
+        specs, RunSettings(device="cpu", measure=False, timeout_s=args.timeout), envs=envs
+    ) as runner:
+        replies = runner.picks(problems, gpu, ran)
+    differ = 0
+    for spec in specs:
+        reply = replies[spec.id]
+        if isinstance(reply, str):
+            _warn(f"{spec.id}: failed to load: {reply}")
+            differ += 1
+            continue
+        if reply["picks"] is None:
+            continue
+        _print(spec.id + ("" if reply["gpu_honoured"] else " (its own select: this machine's GPU)"))
+        counts = {"same": 0, "differ": 0, "unrun": 0, "refused": 0}
+        removed: set[str] = set()
+        for problem, pick in zip(problems, reply["picks"]):
+            if pick["refused"]:
+                counts["refused"] += 1
+                _print(f"  {problem.key:<24} refused: {pick['refused']}")
+                continue
+            state = {None: "unrun", True: "same", False: "differ"}[pick["as_ran"]]
+            counts[state] += 1
+            removed.update(pick["removed"] if state == "same" else ())
+            if run is None or state == "differ" or args.all:
+                _print(
+                    f"  {problem.key:<24} {pick['config']}  [{pick['why'] or 'no reason given'}]"
+                )
+                if state == "differ":
+                    _print(f"  {'':<24} ran {ran[(spec.id, problem.key)]}")
+        if run is not None:
+            gone = f" (their names also set {', '.join(sorted(removed))}: knobs since removed)"
+            _print(
+                f"  {len(problems)} problem(s): {counts['same']} as the run ran them"
+                f"{gone if removed else ''}, {counts['differ']} differ, "
+                f"{counts['unrun']} not in the run, {counts['refused']} refused"
+            )
+            differ += counts["differ"] + counts["refused"]
+        elif counts["refused"]:
+            differ += counts["refused"]
+    if run is not None:
+        sha = run.environment.get("git_sha")
+        backends = [s.backend for s in specs]
+        _print(code_changes(sha, backends) if sha else "the run records no git SHA")
+    return 1 if args.strict and differ else 0
+
+
 # -------------------------------------------------------------------------------------- codegen
 def cmd_codegen(args: argparse.Namespace) -> int:
     from harness.codegen import codegen_records
@@ -731,6 +869,37 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.set_defaults(fn=cmd_bench)
 
+    p = sub.add_parser(
+        "picks",
+        help="print the config each kernel would run per problem and why (no GPU, no compile)",
+    )
+    selection(p)
+    p.add_argument(
+        "--suite",
+        action="append",
+        default=None,
+        help="suite or shape, as for bench (repeatable; default: smoke, or with --against "
+        "the run's problems)",
+    )
+    p.add_argument("--dtype", action="append", default=None, choices=DTYPES)
+    p.add_argument(
+        "--gpu",
+        metavar="NAME",
+        help="select as on this GPU model, e.g. 'NVIDIA H200' (its tuned tables); default: "
+        "the --against run's GPU, else this machine's, else none (heuristics only)",
+    )
+    p.add_argument(
+        "--against",
+        metavar="RUN.json",
+        help="a bench results file: list where today's selection differs from what it ran, "
+        "and whether the kernels' code changed since its git SHA",
+    )
+    p.add_argument("--all", action="store_true", help="with --against: list every problem")
+    p.add_argument("--strict", action="store_true", help="exit 1 if any pick differs or is refused")
+    p.add_argument("--timeout", type=float, default=300.0, help="seconds to load each kernel")
+    environments(p)
+    p.set_defaults(fn=cmd_picks)
+
     p = sub.add_parser("codegen", help="compile every kernel without a GPU and tabulate it")
     selection(p)
     environments(p)
@@ -805,7 +974,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     args = build_parser().parse_args(argv)
     quiet_resource_tracker()
-    if getattr(args, "suite", "x") is None:
+    if getattr(args, "suite", "x") is None and not getattr(args, "against", None):
         args.suite = ["smoke"]
     if getattr(args, "dtype", "x") is None:
         args.dtype = ["fp16"]

@@ -380,6 +380,32 @@ class Runner:
             self._menus[spec.id] = reply["configs"]
         return out
 
+    def picks(
+        self,
+        problems: Sequence[Problem],
+        gpu_name: str | None,
+        ran: Mapping[tuple[str, str], str] | None = None,
+    ) -> dict[str, dict[str, Any] | str]:
+        """kernel id -> its worker's ``picks`` reply for ``problems`` on a GPU named
+        ``gpu_name`` (``harness.worker``: the config each would run and why, without compiling,
+        and whether it is the config ``ran`` says a run ran: (kernel id, problem key) -> config
+        name), or the error that loading the kernel raised (a text)."""
+        out: dict[str, dict[str, Any] | str] = {}
+        for spec in self.specs:
+            before = [(ran or {}).get((spec.id, p.key)) for p in problems]
+            cmd = {"op": "picks", "problems": list(problems), "gpu": gpu_name, "ran": before}
+            try:
+                reply = self._worker(spec).call(cmd, self.settings.timeout_s)
+            except (TimeoutError, WorkerDied) as e:
+                out[spec.id] = f"{type(e).__name__}: {e}"
+                continue
+            if reply.get("status") == Status.ERROR.value:
+                out[spec.id] = str(reply.get("error"))
+                self._worker(spec).kill()
+                continue
+            out[spec.id] = reply
+        return out
+
     def _requests(self, spec: KernelSpec, problem: Problem) -> list[str | None] | BenchRecord:
         """The config requests to run ``spec`` on ``problem`` with (or a failure record)."""
         menu = self._menus.get(spec.id)

@@ -37,7 +37,13 @@ from collections.abc import Sequence
 from multiprocessing.connection import Connection
 from typing import Any, NoReturn
 
-from harness.configs import config_space, resolve_config, tune_candidates
+from harness.configs import (
+    ConfigSpace,
+    config_space,
+    parse_pairs,
+    resolve_config,
+    tune_candidates,
+)
 from harness.protocol import KernelSpec, Problem
 from harness.quiet import quiet_third_party
 
@@ -142,6 +148,77 @@ def _configs_for(state: _State, problem: Problem, top: int | None) -> dict[str, 
     """The menu entries ``bench --tune`` times for ``problem`` (all valid ones, or the kernel's
     ``top`` best ranked plus its own choice)."""
     return {"configs": [c.name for c in tune_candidates(state.load(), problem, top)]}
+
+
+def _picks(
+    state: _State,
+    problems: Sequence[Problem],
+    gpu_name: str | None,
+    ran: Sequence[str | None] = (),
+) -> dict[str, Any]:
+    """What ``bench`` would run for each problem on a GPU named ``gpu_name`` (``picks``: one
+    ``{"config", "why", "refused", "as_ran", "removed"}`` a problem; None for a kernel without
+    a config space). A kernel whose configs are a :class:`ConfigSpace` (``kernel.space``) is
+    asked for that GPU's tuned table, else for its heuristic; any other one answers for the GPU
+    this process sees (``gpu_honoured`` False). ``ran`` holds, problem by problem, the config
+    name a run recorded (or None): ``as_ran`` says whether it names today's pick (``_as_ran``).
+    Nothing is compiled: selection is host code."""
+    kernel = state.load()
+    if config_space(kernel) is None:
+        return {"picks": None, "gpu_honoured": False}
+    assert state.spec is not None
+    kid = state.spec.id
+    space = getattr(kernel, "space", None)
+    own = not isinstance(space, ConfigSpace)
+    explain = getattr(kernel, "selection_reason", None)
+    before = list(ran) + [None] * (len(problems) - len(ran))
+    out = []
+    for problem, then in zip(problems, before):
+        try:
+            if own:
+                config = kernel.select(problem)
+                why = explain(problem, config) if callable(explain) else None
+            else:
+                config = space.select(kid, problem, gpu_name)
+                why = space.reason(kid, problem, config, gpu_name)
+            refused = _supports(kernel, problem, config)
+        except ValueError as e:  # a problem the kernel cannot take: said, not raised
+            out.append({"config": None, "why": None, "refused": str(e), "as_ran": None})
+            continue
+        as_ran, removed = _as_ran(config, then)
+        out.append(
+            {
+                "config": config.name,
+                "why": why,
+                "refused": refused,
+                "as_ran": as_ran,
+                "removed": removed,
+            }
+        )
+    return {"picks": out, "gpu_honoured": not own}
+
+
+def _as_ran(config: Any, name: str | None) -> tuple[bool | None, list[str]]:
+    """Whether the config name a run recorded, ``name``, is ``config`` (None: no record), and
+    the ``k=v`` of its knobs the kernel no longer declares. Names outlive knobs both ways: a
+    knob added since is at its default in an older name (``ConfigSpace.by_name``), and one
+    removed since is left out of the comparison and reported."""
+    if name is None:
+        return None, []
+    if name == config.name:
+        return True, []
+    try:
+        pairs = parse_pairs(name)
+    except ValueError:
+        return False, []
+    known = config.values()
+    removed = [f"{k}={v}" for k, v in pairs.items() if k not in known]
+    kept = ",".join(f"{k}={v}" for k, v in pairs.items() if k in known)
+    try:
+        then = type(config)().with_overrides(kept)
+    except (TypeError, ValueError):  # knobs without defaults, or a value that no longer parses
+        return False, removed
+    return then == config, removed
 
 
 def _config_fields(kernel: Any, problem: Problem, config: Any) -> dict[str, Any]:
@@ -334,6 +411,8 @@ def serve(conn: Connection, spec: KernelSpec | None, device: str) -> None:
                 reply = _inspect(cmd["specs"])
             elif op == "probe":
                 reply = _probe(state)
+            elif op == "picks":
+                reply = _picks(state, cmd["problems"], cmd.get("gpu"), cmd.get("ran", ()))
             elif op == "configs_for":
                 reply = _configs_for(state, cmd["problem"], cmd.get("top"))
             elif op == "prepare":
