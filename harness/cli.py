@@ -511,6 +511,8 @@ def cmd_picks(args: argparse.Namespace) -> int:
         sha = run.environment.get("git_sha")
         backends = [s.backend for s in specs]
         _print(code_changes(sha, backends) if sha else "the run records no git SHA")
+        if sha and run.environment.get("git_dirty"):
+            _print("(the run's tree had uncommitted changes: they are not in that SHA)")
     return 1 if args.strict and differ else 0
 
 
