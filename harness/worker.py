@@ -183,7 +183,9 @@ def _picks(
                 why = space.reason(kid, problem, config, gpu_name)
             refused = _supports(kernel, problem, config)
         except ValueError as e:  # a problem the kernel cannot take: said, not raised
-            out.append({"config": None, "why": None, "refused": str(e), "as_ran": None})
+            out.append(
+                {"config": None, "why": None, "refused": str(e), "as_ran": None, "removed": []}
+            )
             continue
         as_ran, removed = _as_ran(config, then)
         out.append(
