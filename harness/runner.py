@@ -362,19 +362,27 @@ class Runner:
         return str(reply.get("error"))
 
     # -- configs -------------------------------------------------------------------------------
+    def _ask(self, spec: KernelSpec, cmd: dict[str, Any]) -> dict[str, Any] | str:
+        """``spec``'s worker's reply to a host-side command (its kernel loaded, nothing
+        launched), or the error that loading or answering raised (a text; the worker is
+        killed, and the next call starts a fresh one)."""
+        try:
+            reply = self._worker(spec).call(cmd, self.settings.timeout_s)
+        except (TimeoutError, WorkerDied) as e:
+            return f"{type(e).__name__}: {e}"
+        if reply.get("status") == Status.ERROR.value:
+            self._worker(spec).kill()
+            return str(reply.get("error"))
+        return reply
+
     def menus(self) -> dict[str, list[str] | str | None]:
         """kernel id -> its config menu (names), None without a config space, or the error
         that loading it raised (a text). Loads each kernel in its worker."""
         out: dict[str, list[str] | str | None] = {}
         for spec in self.specs:
-            try:
-                reply = self._worker(spec).call({"op": "describe"}, self.settings.timeout_s)
-            except (TimeoutError, WorkerDied) as e:
-                out[spec.id] = f"{type(e).__name__}: {e}"
-                continue
-            if reply.get("status") == Status.ERROR.value:
-                out[spec.id] = str(reply.get("error"))
-                self._worker(spec).kill()
+            reply = self._ask(spec, {"op": "describe"})
+            if isinstance(reply, str):
+                out[spec.id] = reply
                 continue
             out[spec.id] = reply["configs"]
             self._menus[spec.id] = reply["configs"]
@@ -394,16 +402,7 @@ class Runner:
         for spec in self.specs:
             before = [(ran or {}).get((spec.id, p.key)) for p in problems]
             cmd = {"op": "picks", "problems": list(problems), "gpu": gpu_name, "ran": before}
-            try:
-                reply = self._worker(spec).call(cmd, self.settings.timeout_s)
-            except (TimeoutError, WorkerDied) as e:
-                out[spec.id] = f"{type(e).__name__}: {e}"
-                continue
-            if reply.get("status") == Status.ERROR.value:
-                out[spec.id] = str(reply.get("error"))
-                self._worker(spec).kill()
-                continue
-            out[spec.id] = reply
+            out[spec.id] = self._ask(spec, cmd)
         return out
 
     def _requests(self, spec: KernelSpec, problem: Problem) -> list[str | None] | BenchRecord:
