@@ -37,9 +37,9 @@ def tuning_docs(docs: Iterable[Document], warn: Callable[[str], None]) -> list[D
     """``docs`` without those that ran a held-out suite: their timings are evaluation data,
     never tuning data (tuned tables, cost-model fits). Nor, in the documents kept, the bench
     records of a shape one of those held-out suites holds (a diagnostic ``--tune`` of spent
-    evaluation shapes, run by name): an evaluated shape stays out of every fit. Each document
-    left out, and each document's records, are named through ``warn``; ValueError when nothing
-    is left."""
+    evaluation shapes, run by name): an evaluated shape stays out of every fit. The documents
+    left out (one line for all of them) and each document's records left out are named through
+    ``warn``; ValueError when nothing is left."""
     evaluated: set[tuple[int, int, int]] = set()
     kept, dropped = [], []
     for doc in docs:
@@ -48,10 +48,18 @@ def tuning_docs(docs: Iterable[Document], warn: Callable[[str], None]) -> list[D
             dropped.append(
                 f"{doc.source or 'a results document'} ran the held-out suite {suites[0]}"
             )
-            warn(f"skipped {dropped[-1]}: evaluation data never tunes")
             evaluated.update(s for name in suites for s in suite_shapes(name))
         else:
             kept.append(doc)
+    if len(dropped) == 1:
+        warn(f"skipped {dropped[0]}: evaluation data never tunes")
+    elif dropped:  # one line, however many evaluation runs a results folder holds
+        shown = "; ".join(dropped[:3]) + (
+            f"; and {len(dropped) - 3} more" if len(dropped) > 3 else ""
+        )
+        warn(
+            f"skipped {len(dropped)} runs of held-out suites (evaluation data never tunes): {shown}"
+        )
     if not kept and dropped:
         raise ValueError(
             f"no tuning data: {dropped[0]} (tune on sweep, square, ksweep, llm or "

@@ -4,6 +4,7 @@ judged on."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import subprocess
@@ -141,6 +142,14 @@ def test_tuning_leaves_held_out_data_out() -> None:
     ]
     with pytest.raises(ValueError, match=r"no tuning data: runs/x\.json ran the held-out"):
         tuning_docs([held], warned.append)
+    warned.clear()  # a folder of many evaluation runs: one line, the first three named
+    many = [dataclasses.replace(held, source=f"runs/e{i}.json") for i in range(5)]
+    assert tuning_docs([_doc(["sweep"]), *many], warned.append) == [_doc(["sweep"])]
+    assert warned == [
+        "skipped 5 runs of held-out suites (evaluation data never tunes): runs/e0.json ran the "
+        "held-out suite random:7:64; runs/e1.json ran the held-out suite random:7:64; "
+        "runs/e2.json ran the held-out suite random:7:64; and 2 more"
+    ]
 
 
 def test_tuning_leaves_evaluated_shapes_out_of_kept_runs() -> None:
