@@ -5,6 +5,7 @@ run ran and whether the kernels' code changed since its tree."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -47,7 +48,7 @@ def toy_with_table(plugin_env, tmp_path: Path) -> dict[str, str]:
     tuned.parent.mkdir()
     tuned.write_text(json.dumps(table.to_json()))
     env = dict(plugin_env)
-    env["PYTHONPATH"] = f"{copy}:{env['PYTHONPATH']}"
+    env["PYTHONPATH"] = os.pathsep.join([str(copy), env["PYTHONPATH"]])
     return env
 
 
@@ -118,8 +119,12 @@ def _git(root: Path, *args: str) -> None:
 
 
 def test_code_changes_names_backend_and_harness_files_not_docs(tmp_path: Path) -> None:
-    if shutil.which("git") is None:
-        pytest.skip("needs git")
+    """On a git checkout (what `picks --against` reads; git is no optional part of it): the
+    backend's and the harness's changed files, never the docs or another backend's; outside
+    a repository it says it cannot tell."""
+    assert code_changes("0" * 40, ["x"], tmp_path).startswith(
+        "cannot tell whether the code changed since 0000000000"
+    )
     for path in ("backends/x/k.py", "backends/x/README.md", "backends/y/k.py", "harness/a.py"):
         (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / path).write_text("1\n")
