@@ -159,7 +159,8 @@ def _r8_cases():
     menu once, cluster 2 at 128x128 (rung 7's 128x256 is the generic test above), swap-AB with
     and without split-K, split-K unswapped, persistent and one-tile-per-CTA grids, wide swaps
     of one box (128, 256) and of two (72 = 64 + 8, 144 = 128 + 16, 192 = 128 + 64) on 64,
-    128, 192 and 256 rows, cluster 1 and 2, both rasters."""
+    128, 192 and 256 rows, cluster 1 and 2, both rasters; unswapped tiles of two boxes (160,
+    192), with stream-K too."""
     c1 = dict(cluster=1)
     swap = dict(cluster=1, swap_ab=True)
     shapes = {
@@ -220,6 +221,10 @@ def _r8_cases():
             Problem(121, 7168, 16384, "bf16"),
             dict(tile_n=128, split_k=4, raster="n", **swap),
         ),
+        # unswapped two-box tiles: 128 + 32 and 128 + 64 columns of N, D in two boxes
+        "128x160-c2": (Problem(1427, 5120, 5120), dict(tile_n=160)),
+        "128x192-c1-bf16": (Problem(2510, 6144, 6144, "bf16"), dict(tile_n=192, **c1)),
+        "64x160-c1": (Problem(128, 10240, 8192), dict(tile_m=64, tile_n=160, **c1)),
         "split4-128x128": (Problem(128, 4096, 14336), dict(tile_n=128, split_k=4, **c1)),
         "split8-64x64-bf16": (
             Problem(256, 256, 8192, "bf16"),
@@ -232,6 +237,7 @@ def _r8_cases():
         "sk-128x256-c1-bf16": (Problem(3000, 5000, 1000, "bf16"), dict(stream_k=True, **c1)),
         "sk-128x128-c2": (Problem(1000, 4096, 4096), dict(tile_n=128, stream_k=True)),
         "sk-128x128-c1": (Problem(8448, 8192, 512), dict(tile_n=128, stream_k=True, **c1)),
+        "sk-128x192-c2": (Problem(3790, 5120, 13824), dict(tile_n=192, stream_k=True)),
         "sk-64x128-c1": (
             Problem(777, 1024, 4096),
             dict(tile_m=64, tile_n=128, stream_k=True, **c1),
@@ -525,12 +531,14 @@ def test_r8_menu_fits_shared_memory():
             assert config.stages(out_bytes) * stage + epilogue <= r8.SMEM_BUDGET, config.name
     # curated: 48 configs, plus the wide swaps (each width on three tile families, two rasters)
     # and the 256- and 192-row ones up to SWAP_WIDE_256 and SWAP_WIDE_192 (cluster 1 and 2, two
-    # rasters), the 128-row ones' stream-K twins (cluster 1 and 2, two rasters) and splits
+    # rasters), the 128-row ones' stream-K twins (cluster 1 and 2, two rasters) and splits,
+    # and the unswapped two-box tiles (128x192 with stream-K too)
     wide256 = sum(w <= r8.SWAP_WIDE_256 for w in r8.SWAP_WIDE)
     wide192 = len(r8.ROWS_192_WIDTHS)
     wide_split = sum(w <= r8.SWAP_WIDE_SPLIT for w in r8.SWAP_WIDE)
     most = 48 + len(r8.SWAP_WIDE) * 3 * 2 + (wide256 + wide192 + len(r8.SWAP_WIDE)) * 2 * 2
     most += wide_split * 2 * 2  # the wide swapped splits: two ways, two rasters
+    most += len(r8.UNSWAPPED_TWO_BOX) + 2
     assert len(r8.MENU) <= most, "a curated menu, not a product"
     for config in r8.MENU:
         if config.tile_m == 256:  # W fp32 accumulators a consumer thread: no wider than 144
@@ -541,7 +549,11 @@ def test_r8_menu_fits_shared_memory():
             assert config.num_consumers == 3 and config.stages(2) >= 3, config.name
         head, tail = config.boxes
         assert head & (head - 1) == 0 and tail & (tail - 1) == 0 and (tail == 0 or tail >= 8)
-        assert tail == 0 or config.wide_swap, config.name  # two boxes: wide swaps only
+        # two boxes: wide swaps, and unswapped 160 and 192, unsplit, tune-only (``_variant``)
+        if tail and not config.swap_ab:
+            assert config.tile_n in r8.WIDE_UNSWAPPED and config.split_k == 1, config.name
+            assert r8._variant(Problem(4096, 4096, 4096), config), config.name
+        assert tail == 0 or config.wide_swap or not config.swap_ab, config.name
 
 
 def test_r8_select_on_the_sweep():

@@ -57,13 +57,19 @@ def _values(name: str) -> dict[str, str]:
 
 
 def _new_paths(menu: list[str]) -> list[str]:
-    """The menu entries no fixed-suite shape selects: unswapped stream-K, and 192-wide tiles."""
+    """The menu entries no fixed-suite shape selects: unswapped stream-K, and unswapped tiles
+    whose width is not a power of two (160, 192; Gluon's are two boxes, 128 + 32 and 128 + 64)."""
     return [
         n
         for n in menu
-        if ("stream_k=1" in n.split(",") or "tile_n=192" in n.split(","))
-        and "swap_ab=1" not in n.split(",")
+        if _values(n)["swap_ab"] == "0"
+        and (_values(n)["stream_k"] == "1" or _odd_width(int(_values(n)["tile_n"])))
     ]
+
+
+def _odd_width(n: int) -> bool:
+    """A tile width that is not a power of two."""
+    return n & (n - 1) != 0
 
 
 def _tail(problem: Problem, name: str) -> bool:

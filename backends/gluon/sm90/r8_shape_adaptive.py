@@ -23,6 +23,10 @@ Changes from rung 7 (``multi_consumer``):
     under one ``ab_full``, two wgmmas and accumulators per k-step (one step in flight is two
     commit groups), two D boxes stored; ``TAIL_N`` > 0 compiles that in. Their ``raster`` m
     walks the column tiles of one block of rows first (``ROWS_FIRST`` off), raster n the rows;
+  * unswapped two-box tiles (``WIDE_UNSWAPPED``: 160 = 128 + 32, 192 = 128 + 64 columns of
+    N), the widths the CuTeDSL rung 8 and cuBLAS run where N is 5 or 3 times a power of two
+    (5120, 10240, 6144, 3072): the same two rings and wgmmas, D leaving as two untransposed
+    boxes side by side; tune-only until timed (``_variant``);
   * ``split_k`` (few tiles, long K): work units run over (split, tile); split s reduces the
     k-tiles ``[s*kt//S, (s+1)*kt//S)`` and TMA-stores fp32 partials into its own slice of a
     workspace allocated at compile time; ``splitk_reduce_kernel`` then sums the S slices in
@@ -64,6 +68,8 @@ Shared memory per CTA (2-byte operands, BLOCK_K = 64; budget 224 KiB + barriers 
   | 128x128 | 32 KiB | 32 / 64 KiB | 6 / 5 |
   | 128x64 | 24 KiB | 16 / 32 KiB | 8 / 8 |
   | 64x256 | 40 KiB | 16 KiB / - | 5 / - |
+  | 128x192, 128x160 (two boxes) | 40, 36 KiB | 48, 40 KiB / - | 4, 5 / - |
+  | 64x160 (two boxes) | 28 KiB | 20 KiB / - | 7 / - |
   | 64x128, 64x64 | 24, 16 KiB | 16, 8 / 32, 16 KiB | 8 / 8 |
   | 128x32, 128x16 | 20, 18 KiB | 8, 4 / 16, 8 KiB | 8 / 8 |
   | swap 128x16, x32, x64 | 18, 20, 24 KiB | 4, 8, 16 / 8, 16, 32 KiB | 12, 10, 8 / 12, 10, 8 |
@@ -492,16 +498,22 @@ def _store_tile(s: Smem, acc, off_m, off_n, split, C: gl.constexpr):
 
 @gluon.jit
 def _store_tail(s: Smem, acc2, off_m, off_n, split, C: gl.constexpr):
-    """A two-box swapped tile's second box of D rows, after its first (``_store_tile``, whose
-    ``store_wait`` covered this buffer too: the previous tile's tail store is done), into the
-    same split's slice of the workspace as the first."""
+    """A two-box tile's second box, after its first (``_store_tile``, whose ``store_wait``
+    covered this buffer too: the previous tile's tail store is done), into the same split's
+    slice of the workspace as the first: swapped, D's rows below the head box's; unswapped,
+    D's columns right of them."""
     BOX_M: gl.constexpr = s.a_desc.block_shape[0]
     HEAD_N: gl.constexpr = s.b_desc.block_shape[0]
     row0 = split * s.split_rows  # 0 without split-K
     c2_smem = s.c2_smem.index(C)
-    c2_smem.store(gl.permute(acc2.to(s.c2_desc.dtype), (1, 0)))
-    fence_async_shared()
-    tma.async_store(s.c2_desc, [row0 + off_n + HEAD_N, off_m + C * BOX_M], c2_smem)
+    if s.SWAP_AB:
+        c2_smem.store(gl.permute(acc2.to(s.c2_desc.dtype), (1, 0)))
+        fence_async_shared()
+        tma.async_store(s.c2_desc, [row0 + off_n + HEAD_N, off_m + C * BOX_M], c2_smem)
+    else:
+        c2_smem.store(acc2.to(s.c2_desc.dtype))
+        fence_async_shared()
+        tma.async_store(s.c2_desc, [row0 + off_m + C * BOX_M, off_n + HEAD_N], c2_smem)
 
 
 @gluon.jit
@@ -568,8 +580,8 @@ def r8_shape_adaptive_kernel(
         [NUM_CONSUMERS * EPI_BUFS] + c_desc.block_shape,  # noqa: RUF005
         c_desc.layout,
     )
-    # A tile two boxes wide (a wide swap: TAIL_N > 0) has a second B ring and D buffer; any
-    # other tile passes its first box's descriptors again, unused.
+    # A tile two boxes wide (TAIL_N > 0: a wide swap, or an unswapped 160 or 192) has a second
+    # B ring and D buffer; any other tile passes its first box's descriptors again, unused.
     if TAIL_N > 0:
         b2_bufs = gl.allocate_shared_memory(
             dtype,
@@ -768,7 +780,8 @@ class R8Config(GemmConfig):
     def boxes(self) -> tuple[int, int]:
         """(head, tail): the columns of the tile's two B (and D) boxes. TMA boxes and Triton's
         blocks are powers of two, so a wide swap of another width is two boxes, each with its
-        own wgmma and accumulator (144 = 128 + 16); tail 0: one box."""
+        own wgmma and accumulator (144 = 128 + 16), as is an unswapped 160 or 192 (128 + 32,
+        128 + 64); tail 0: one box."""
         head = 1 << (self.tile_n.bit_length() - 1)
         return head, self.tile_n - head
 
@@ -805,8 +818,8 @@ def _menu() -> tuple[R8Config, ...]:
     and 192 up to ``SWAP_WIDE_192``, cluster 1 or 2, both rasters; split 2 or 4 only at 128
     rows up to ``SWAP_WIDE_SPLIT`` wide, one CTA);
     stream-K on the unswapped tiles a tail wave is made of (the partials bypass shared memory)
-    and on the 128-row wide swaps. Unswapped widths are powers of two: Triton's block shapes
-    must be."""
+    and on the 128-row wide swaps. Unswapped widths are powers of two (Triton's block shapes
+    must be) or, tune-only, ``WIDE_UNSWAPPED``'s two boxes."""
     menu = [RUNG7, R8Config(group=16), R8Config(tile_n=128), R8Config(tile_n=128, group=16)]
     one_cta = ((128, 256), (128, 128), (128, 64), (128, 32), (128, 16), (64, 256))
     for tm, tn in (*one_cta, (64, 128), (64, 64)):
@@ -818,6 +831,11 @@ def _menu() -> tuple[R8Config, ...]:
             menu += [R8Config(tm, tn, cluster=1, swap_ab=True, split_k=s) for s in (1, 2, 4)]
     for tm, tn, cluster in STREAM_K_TILES:
         menu.append(R8Config(tm, tn, cluster, stream_k=True))
+    # Unswapped two-box tiles: the CuTeDSL rung 8's unswapped tiles whose width is not a power
+    # of two (unsplit: a split's fp32 D buffers of 160 or 192 columns take 80-96 KiB of ring).
+    for tm, tn, cluster in UNSWAPPED_TWO_BOX:
+        menu.append(R8Config(tm, tn, cluster))
+    menu += [R8Config(128, 192, cluster, stream_k=True) for cluster in (1, 2)]
     for tn in SWAP_WIDE:
         for tm, cluster in ((128, 2), (128, 1), (64, 1)):
             menu += [R8Config(tm, tn, cluster, swap_ab=True, raster=r) for r in ("m", "n")]
@@ -872,6 +890,12 @@ ROWS_192_PICKED = (96, 128)
 ROWS_192_WHOLE = tuple(w for w in ROWS_192_WIDTHS if w <= 112)
 
 
+#: Unswapped widths of two boxes (128 + 32, 128 + 64): N's tiles where N is 5 or 3 times a
+#: power of two, as the CuTeDSL rung 8 (whose 128x160 pair ran 1427x5120x5120 at 93.7 % of
+#: cuBLAS where this kernel's 128x256 pair ran 87.5 %: README, "Nineteenth version").
+WIDE_UNSWAPPED = (160, 192)
+#: (tile_m, tile_n, cluster) of the unswapped two-box tiles (and 128x192 with stream-K).
+UNSWAPPED_TWO_BOX = ((64, 160, 1), (128, 160, 1), (128, 160, 2), (128, 192, 1), (128, 192, 2))
 #: (tile_m, tile_n, cluster) of the stream-K configs.
 STREAM_K_TILES = (
     (128, 256, 2),
@@ -895,8 +919,10 @@ def _valid(problem: Problem, config: R8Config) -> str | None:
     if config.raster != "m" and not config.wide_swap:
         return "raster n walks a wide swap's rows first; other tiles walk M (raster m only)"
     tail = config.boxes[1]
-    if tail & (tail - 1) or 0 < tail < 8 or (tail and not config.swap_ab):
-        return f"tile_n = {config.tile_n}: two boxes only for a swapped tile, 8..128 + 8 wide"
+    if tail & (tail - 1) or 0 < tail < 8:
+        return f"tile_n = {config.tile_n}: two boxes of powers of two, 8..128 + 8 wide"
+    if tail and not config.swap_ab and (config.tile_n not in WIDE_UNSWAPPED or config.split_k > 1):
+        return f"tile_n = {config.tile_n} unswapped: two boxes only {WIDE_UNSWAPPED} wide, unsplit"
     if config.stream_k and (config.split_k > 1 or problem.n % 8):
         return "stream-K: unsplit, and D's rows 16-byte aligned (N % 8 == 0)"
     if config.stream_k and config.swap_ab and (config.tile_m, config.wide_swap) != (128, True):
@@ -974,8 +1000,11 @@ COST = HOPPER.with_params(
 
 def _variant(problem: Problem, config: R8Config) -> bool:
     """Knobs the cost model cannot see, set otherwise than the heuristic would: group 16, or
-    a wide swap's raster other than ``heuristic_raster``'s."""
-    return config.group != 8 or config.raster != heuristic_raster(problem, config)
+    a wide swap's raster other than ``heuristic_raster``'s; and the unswapped two-box tiles
+    (``WIDE_UNSWAPPED``), tune-only until a GPU has timed them beside the pick (their
+    efficiencies are the wide swaps' of the same size, fitted on another epilogue)."""
+    untimed = not config.swap_ab and config.tile_n in WIDE_UNSWAPPED
+    return untimed or config.group != 8 or config.raster != heuristic_raster(problem, config)
 
 
 def _ranked(problem: Problem) -> list[R8Config]:
@@ -1073,6 +1102,8 @@ def plan(problem: Problem, num_sms: int, config: R8Config) -> Plan:
     if config.swap_ab:  # D's box is the transposed tile: [tile_n rows of D, box_m columns]
         c_box, c2_box = (head, box_m), (tail, box_m)
         c_cta = ((0, 1),) if config.cluster == 2 else ()  # the CTAs split D's columns
+    elif tail:  # an unswapped two-box tile: D's head columns, then its tail's, side by side
+        c_box, c2_box = (box_m, head), (box_m, tail)
     else:
         c_box = c2_box = (box_m, config.epi_n)
     tiles = cdiv(rows, box_m * config.num_consumers) * cdiv(cols, config.tile_n) * config.split_k
