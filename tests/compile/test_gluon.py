@@ -291,6 +291,8 @@ def test_r8_code_paths(problem, knobs):
         # differ only in C's row offset, already in a register: 192x160 has two copies)
         copies = {config.num_consumers, 2} if config.num_consumers == 3 else {config.num_consumers}
         assert len(stores) in {len(widths) * n for n in copies}, config.name
+    if not config.swap_ab and config.boxes[1]:  # an unswapped two-box tile: both D boxes
+        assert len(stores) == 2 * config.num_consumers, config.name
     assert re.search(r"setmaxnreg\.dec\.sync\.aligned\.u32\s+40;", ptx)
     two = config.cluster == 2
     assert bool(re.search(r"cp\.async\.bulk\.tensor\.2d\.shared::cluster.*multicast", ptx)) == two

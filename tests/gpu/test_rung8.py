@@ -63,12 +63,12 @@ def _new_paths(menu: list[str]) -> list[str]:
         n
         for n in menu
         if _values(n)["swap_ab"] == "0"
-        and (_values(n)["stream_k"] == "1" or _odd_width(int(_values(n)["tile_n"])))
+        and (_values(n)["stream_k"] == "1" or _not_a_power_of_two(int(_values(n)["tile_n"])))
     ]
 
 
-def _odd_width(n: int) -> bool:
-    """A tile width that is not a power of two."""
+def _not_a_power_of_two(n: int) -> bool:
+    """A tile width Triton's blocks cannot be in one piece."""
     return n & (n - 1) != 0
 
 
