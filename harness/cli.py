@@ -769,7 +769,8 @@ def build_parser() -> argparse.ArgumentParser:
         action="append",
         default=[],
         help="force a config on kernels that declare configs: a name or k=v overrides of "
-        "their own choice, e.g. epilogue=serial (repeatable: each is run)",
+        "their own choice, e.g. epilogue=serial, or 'own' for the choice itself (repeatable: "
+        "each is run, a config asked for twice once)",
     )
     p.add_argument(
         "--tune",

@@ -84,10 +84,17 @@ def parse_pairs(text: str) -> dict[str, str]:
     return pairs
 
 
+#: The config request that names the kernel's own choice (``bench --config own``): an A/B
+#: times it beside forced configs in one run, each problem's pick whatever it is.
+OWN_CHOICE = "own"
+
+
 def check_request(menu: list[str] | tuple[str, ...], request: str) -> str | None:
-    """None if ``request`` (a name or ``k=v`` overrides) can match an entry of ``menu`` (config
-    names), else why not. Works on names alone, so the harness can refuse a bad ``--config``
-    before any kernel (or DSL) is loaded for a run."""
+    """None if ``request`` (a name, ``k=v`` overrides or ``OWN_CHOICE``) can match an entry of
+    ``menu`` (config names), else why not. Works on names alone, so the harness can refuse a
+    bad ``--config`` before any kernel (or DSL) is loaded for a run."""
+    if request == OWN_CHOICE:
+        return None
     try:
         want = parse_pairs(request)
     except ValueError as e:
@@ -372,9 +379,10 @@ def config_space(kernel: Any) -> tuple[KernelConfig, ...] | None:
 def resolve_config(kernel: Any, problem: Problem, request: str | None) -> KernelConfig | None:
     """The config a run of ``kernel`` on ``problem`` uses.
 
-    ``request`` is None (the kernel's own ``select``), a full config name, or ``k=v`` pairs that
-    override the selected config's knobs. The result must be on the kernel's menu. A kernel
-    without a config space takes no request (ValueError) and runs with ``None``.
+    ``request`` is None or ``OWN_CHOICE`` (the kernel's own ``select``), a full config name, or
+    ``k=v`` pairs that override the selected config's knobs. The result must be on the
+    kernel's menu. A kernel without a config space takes no request (ValueError) and runs with
+    ``None``.
     """
     menu = config_space(kernel)
     if menu is None:
@@ -382,7 +390,7 @@ def resolve_config(kernel: Any, problem: Problem, request: str | None) -> Kernel
             raise ValueError("this kernel declares no configs")
         return None
     base = kernel.select(problem)
-    if not request:
+    if not request or request == OWN_CHOICE:
         return base
     cfg = base.with_overrides(request)
     if cfg not in menu:

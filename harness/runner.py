@@ -70,7 +70,8 @@ class RunSettings:
     checks: int = 2
     measure: bool = True
     timer: TimerSettings = field(default_factory=TimerSettings)
-    #: Config requests (names or ``k=v`` overrides) forced on every kernel with a config space.
+    #: Config requests (names, ``k=v`` overrides, or ``own``: the kernel's own choice) forced on
+    #: every kernel with a config space; two that resolve to one config run it once.
     configs: tuple[str, ...] = ()
     #: Time every config valid for each problem (kernels with a config space).
     tune: bool = False
@@ -540,8 +541,15 @@ class Runner:
                 self.log(_line(requests))
                 yield requests
                 continue
+            ran: set[str] = set()
             for request in requests:
                 unit = self._prepare(spec, problem, request)
+                name = unit.record.config
+                if name in ran:  # two requests resolved to one config (``own`` and its name)
+                    self.log(f"    {spec.id} [{name}]: asked for twice; run once")
+                    continue  # its launch function is the earlier unit's (keyed by name)
+                if name is not None:
+                    ran.add(name)
                 if unit.record.status == Status.ERROR:
                     yield from self._restore(spec, problem, timed)
                 if unit.record.status == Status.OK and s.measure:

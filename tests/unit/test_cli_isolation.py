@@ -158,6 +158,25 @@ def test_forced_config_is_run_and_recorded(plugin_env, tmp_path: Path) -> None:
     assert "split=2" in recs["64x64x40-fp16"].reason
 
 
+def test_own_choice_runs_beside_forced_configs_once(plugin_env, tmp_path: Path) -> None:
+    """``--config own`` is each problem's pick (an A/B beside it in one run); a request that
+    resolves to a config already asked for (here ``split=1``, the pick) is not run again."""
+    r, out = _bench_tuned(
+        plugin_env, tmp_path, "--config", "own", "--config", "split=2", "--config", "split=1"
+    )
+    assert r.returncode == 0, r.stdout + r.stderr
+    got: dict[str, list[tuple[str | None, bool | None, Status]]] = {}
+    for rec in load(out).bench:
+        if rec.kernel == "toy/tuned":
+            got.setdefault(rec.problem_key, []).append((rec.config, rec.selected, rec.status))
+    got = {key: sorted(recs, key=str) for key, recs in got.items()}  # refusals come first
+    assert got == {
+        "64x64x64-fp16": [("split=1", True, Status.OK), ("split=2", False, Status.OK)],
+        "64x64x40-fp16": [("split=1", True, Status.OK), ("split=2", False, Status.UNSUPPORTED)],
+    }
+    assert "toy/tuned [split=1]: asked for twice; run once" in r.stdout
+
+
 def test_tune_times_every_valid_config(plugin_env, tmp_path: Path) -> None:
     r, out = _bench_tuned(plugin_env, tmp_path, "--tune")
     assert r.returncode == 0, r.stdout + r.stderr

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from harness.configs import (
+    OWN_CHOICE,
     ConfigSpace,
     KernelConfig,
     TunedEntry,
@@ -148,6 +149,7 @@ def test_resolve_config_forces_names_and_overrides() -> None:
     assert resolve_config(k, P, None) == Knobs()
     assert resolve_config(k, P, "raster=n") == Knobs(raster="n")
     assert resolve_config(k, P, Knobs(4, "n").name) == Knobs(4, "n")
+    assert resolve_config(k, P, OWN_CHOICE) == k.select(P) == Knobs()
     with pytest.raises(ValueError, match="not on the menu"):
         resolve_config(k, P, "group=16")
     with pytest.raises(ValueError, match="declares no configs"):
@@ -182,6 +184,7 @@ def test_config_requests_are_checked_on_names_alone() -> None:
     names = [c.name for c in MENU]
     assert check_request(names, "raster=n") is None
     assert check_request(names, names[0]) is None
+    assert check_request(names, OWN_CHOICE) is None  # the kernel's own choice, whatever it is
     assert "unknown knob(s) colour" in check_request(names, "colour=red")
     assert "no config on the menu has group=16" in check_request(names, "group=16")
     assert "expected k=v" in check_request(names, "fast")
