@@ -59,17 +59,17 @@ def _values(name: str) -> dict[str, str]:
 def _new_paths(menu: list[str]) -> list[str]:
     """The menu entries no fixed-suite shape selects: unswapped stream-K, and unswapped tiles
     whose width is not a power of two (160, 192; Gluon's are two boxes, 128 + 32 and 128 + 64)."""
+    knobs = {n: _values(n) for n in menu}
     return [
         n
-        for n in menu
-        if _values(n)["swap_ab"] == "0"
-        and (_values(n)["stream_k"] == "1" or _not_a_power_of_two(int(_values(n)["tile_n"])))
+        for n, v in knobs.items()
+        if v["swap_ab"] == "0" and (v["stream_k"] == "1" or _not_a_power_of_two(int(v["tile_n"])))
     ]
 
 
-def _not_a_power_of_two(n: int) -> bool:
-    """A tile width Triton's blocks cannot be in one piece."""
-    return n & (n - 1) != 0
+def _not_a_power_of_two(width: int) -> bool:
+    """A tile width Triton's blocks cannot be in one piece (Gluon runs it as two boxes)."""
+    return width & (width - 1) != 0
 
 
 def _tail(problem: Problem, name: str) -> bool:
