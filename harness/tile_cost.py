@@ -330,6 +330,12 @@ class TileCostModel:
     efficiency: Mapping[tuple[int, int], float] = field(
         default_factory=lambda: dict(HOPPER_TILE_EFFICIENCY)
     )
+    #: An unswapped tile's own efficiency (``ueff:RxC``), where a kernel runs it at another
+    #: rate than the wide swap of that size whose timings fit the shared ``efficiency`` entry
+    #: (Gluon's unswapped widths of two boxes, 160 and 192, whose D leaves through two TMA
+    #: boxes side by side). A backend names such tiles in its constants; absent = the shared
+    #: entry, as every tile of a kernel that runs both orientations alike.
+    unswapped_efficiency: Mapping[tuple[int, int], float] = field(default_factory=dict)
 
     def seconds(self, problem: Problem, config: GemmConfig, block_k: int = 64) -> float:
         """Estimated time of ``problem`` (D[M, N] = A[M, K] B[N, K]^T) under ``config``."""
@@ -359,7 +365,8 @@ class TileCostModel:
             if s > 1:
                 workspace = s * m * n * 4
                 reduce = self.reduce_launch_s + 2 * workspace / self.hbm_bytes_per_s
-        eff = self.tile_efficiency(tm, tn)
+        own = None if config.swap_ab else self.unswapped_efficiency.get((tm, tn))
+        eff = self.tile_efficiency(tm, tn) if own is None else own
         if config.cluster == 2:
             eff *= self.cluster2_gain * (self.swap_cluster2_gain if config.wide_swap else 1.0)
         eff *= self.swap_gain if config.wide_swap else 1.0
@@ -397,21 +404,26 @@ class TileCostModel:
 
     # -- fitting ------------------------------------------------------------------------------
     def with_params(self, params: Mapping[str, float]) -> TileCostModel:
-        """This model with named constants replaced; ``eff:RxC`` names a tile's efficiency."""
-        eff = dict(self.efficiency)
+        """This model with named constants replaced; ``eff:RxC`` names a tile's efficiency,
+        ``ueff:RxC`` an unswapped tile's own (``unswapped_efficiency``)."""
+        tables = {"eff": dict(self.efficiency), "ueff": dict(self.unswapped_efficiency)}
         scalars: dict[str, float] = {}
         for name, value in params.items():
-            if name.startswith("eff:"):
-                r, c = name[4:].split("x")
-                eff[(int(r), int(c))] = value
+            kind, _, tile = name.partition(":")
+            if tile and kind in tables:
+                r, c = tile.split("x")
+                tables[kind][(int(r), int(c))] = value
             else:
                 scalars[name] = value
-        return dataclasses.replace(self, efficiency=eff, **scalars)
+        return dataclasses.replace(
+            self, efficiency=tables["eff"], unswapped_efficiency=tables["ueff"], **scalars
+        )
 
     def params(self) -> dict[str, float]:
         """The fitted constants by name (the inverse of :meth:`with_params`)."""
         out = {name: float(getattr(self, name)) for name in _FITTED}
         out.update({f"eff:{r}x{c}": v for (r, c), v in sorted(self.efficiency.items())})
+        out.update({f"ueff:{r}x{c}": v for (r, c), v in sorted(self.unswapped_efficiency.items())})
         return out
 
 
@@ -979,12 +991,23 @@ def fit(
     would set it alone, noise and all): it keeps ``base``'s, interpolated between its
     neighbours where ``base`` has none."""
     problems: dict[tuple[int, int], set[Problem]] = {}
+    unswapped: dict[tuple[int, int], set[Problem]] = {}
     for s in samples:
-        problems.setdefault((s.config.tile_m, s.config.tile_n), set()).add(s.problem)
+        tile = (s.config.tile_m, s.config.tile_n)
+        problems.setdefault(tile, set()).add(s.problem)
+        if not s.config.swap_ab:
+            unswapped.setdefault(tile, set()).add(s.problem)
     used = {tile for tile, ps in problems.items() if len(ps) >= min_problems}
     params = base.params()
-    names = [n for n in params if not n.startswith("eff:")]
+    names = [n for n in params if not n.startswith(("eff:", "ueff:"))]
     names += [f"eff:{r}x{c}" for r, c in sorted(used)]
+    # An unswapped tile's own efficiency is fitted only where ``base`` names one (the
+    # backend's declaration that its kernel runs that tile at a rate of its own).
+    names += [
+        f"ueff:{r}x{c}"
+        for r, c in sorted(base.unswapped_efficiency)
+        if len(unswapped.get((r, c), ())) >= min_problems
+    ]
     if only:
         names = [n for n in names if named(n, only)]
     # A tile timed for the first time starts from its interpolated efficiency.
@@ -1000,7 +1023,7 @@ def fit(
                 value = model.params()[name]
                 for factor in (math.exp(step), math.exp(-step)):
                     trial_value = value * factor
-                    if name.startswith("eff:") or name in ("overlap_loss", "idle_boost"):
+                    if name.startswith(("eff:", "ueff:")) or name in ("overlap_loss", "idle_boost"):
                         trial_value = min(trial_value, 1.0)
                     if name in ("swap_gain", "swap_cluster2_gain"):
                         trial_value = min(max(trial_value, 0.7), 1.1)

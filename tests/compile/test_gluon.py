@@ -447,14 +447,21 @@ def test_r8_a_narrow_two_box_swap_in_columns_gives_way_to_its_wider_twin():
     column tiles becomes the 64-row tile twice as wide where that width fits M; in one
     column, or where the twin's width does not fit, the cost model's choice stands."""
     r8 = _r8()
-    c = r8._heuristic(Problem(279, 3584, 4096))  # the model's first: 128x72 in 4 columns
+    c = r8._heuristic(Problem(140, 7168, 4096))  # the model's first: 128x72 in 2 columns
     assert (c.tile_m, c.tile_n, c.swap_ab, c.cluster) == (64, 144, True, 1), c.name
     c = r8._heuristic(Problem(150, 7168, 16384))
     assert (c.tile_m, c.tile_n, c.swap_ab) == (64, 160, True), c.name
     c = r8._heuristic(Problem(71, 10240, 8192))  # one column: 128x72 stays
     assert (c.tile_m, c.tile_n, c.swap_ab) == (128, 72, True), c.name
-    c = r8._heuristic(Problem(194, 5120, 4096))  # 2 x 97 rows pad to 128, not 144: stays
-    assert (c.tile_m, c.tile_n, c.swap_ab) == (128, 72, True), c.name
+    # Since the twenty-first version's priced two-box tiles the model's first at these two is
+    # the unswapped 64x160, so the rule is asked directly: the twin of 128x72 in 4 columns
+    # fits M, that of 2 x 97 rows (padded to 128, not 144) does not.
+    narrow = r8.R8Config(128, 72, 1, swap_ab=True)
+    for m, n, fits in ((279, 3584, True), (194, 5120, False)):
+        problem = Problem(m, n, 4096)
+        twin = r8._one_box_wider(problem, narrow)
+        assert (twin.tile_m, twin.tile_n) == (64, 144), twin.name
+        assert swap_fits(problem, twin.tile_n, r8.SWAP_WIDE) == fits, problem
 
 
 def test_r8_swapped_splits_replace_unswapped_ones():
@@ -504,11 +511,11 @@ def test_r8_swapped_stream_k_validity():
 
 def test_r8_says_why_it_chose_each_config():
     """``selection_reason``: the model's tiles, waves, time and runner-up; where a rule
-    replaced the model's first (the 64-row twin of a 128x72 swap in four columns), it says so,
+    replaced the model's first (the 64-row twin of a 128x72 swap in two columns), it says so,
     and otherwise names the runner-up (a 192-row tile in three whole waves, in place of a
     stream-K wide swap; one in one wave)."""
     r8 = _r8()
-    p = Problem(279, 3584, 4096)
+    p = Problem(140, 7168, 4096)
     pick = r8.KERNEL.select(p)
     why = r8.KERNEL.selection_reason(p, pick)
     assert (pick.tile_m, pick.tile_n) == (64, 144) and "; by rule over 128x72 swap, -" in why
@@ -518,7 +525,7 @@ def test_r8_says_why_it_chose_each_config():
     assert why.startswith("384 tiles, 3.00 waves, model ") and "128x136 swap sk +" in why, why
     p = Problem(414, 6144, 6144)
     why = r8.KERNEL.selection_reason(p, r8.KERNEL.select(p))
-    assert why.startswith("128 tiles, 1.00 waves, model ") and "; next 256x96 swap +" in why, why
+    assert why.startswith("128 tiles, 1.00 waves, model ") and "; next 128x192 +" in why, why
 
 
 def test_r8_menu_fits_shared_memory():
@@ -551,10 +558,13 @@ def test_r8_menu_fits_shared_memory():
             assert config.num_consumers == 3 and config.stages(2) >= 3, config.name
         head, tail = config.boxes
         assert head & (head - 1) == 0 and tail & (tail - 1) == 0 and (tail == 0 or tail >= 8)
-        # two boxes: wide swaps, and unswapped 160 and 192, unsplit, tune-only (``_variant``)
+        # two boxes: wide swaps, and unswapped 160 and 192, unsplit, priced by their own
+        # efficiencies (``ueff:``), not the wide swaps' of their size
         if tail and not config.swap_ab:
             assert config.tile_n in r8.WIDE_UNSWAPPED and config.split_k == 1, config.name
-            assert r8._variant(Problem(4096, 4096, 4096), config), config.name
+            tile = (config.tile_m, config.tile_n)
+            assert tile in r8.COST.unswapped_efficiency, config.name
+            assert not r8._variant(Problem(4096, 4096, 4096), config), config.name
         assert tail == 0 or config.wide_swap or not config.swap_ab, config.name
 
 

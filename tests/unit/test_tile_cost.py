@@ -669,6 +669,38 @@ def test_a_tile_timed_on_too_few_problems_keeps_its_interpolated_efficiency() ->
     assert kept.tile_efficiency(128, 144) == pytest.approx(0.7)
 
 
+def test_an_unswapped_tile_of_its_own_rate_leaves_the_wide_swap_of_its_size_alone() -> None:
+    """``ueff:RxC`` prices the unswapped tile only (Gluon's two-box widths run at another rate
+    than the wide swap of that size sharing ``eff:RxC``); a model naming none prices both
+    from the shared entry, and the names round-trip through ``params``."""
+    shared = HOPPER.with_params({"eff:128x192": 0.75})
+    own = shared.with_params({"ueff:128x192": 0.6})
+    p = Problem(2048, 6144, 8192)
+    unswapped, swapped = GemmConfig(128, 192, 1), GemmConfig(128, 192, 1, swap_ab=True)
+    assert own.seconds(p, unswapped) > shared.seconds(p, unswapped)
+    assert own.seconds(p, swapped) == shared.seconds(p, swapped)
+    assert own.params()["ueff:128x192"] == 0.6 and "ueff:128x192" not in shared.params()
+    assert HOPPER.with_params(own.params()) == own
+
+
+def test_a_fit_moves_an_unswapped_rate_only_where_the_base_names_one() -> None:
+    """Unswapped timings of a tile whose base names ``ueff`` fit that constant (and leave the
+    shared entry to the wide swaps); a base naming none fits the shared entry as before."""
+    truth = HOPPER.with_params({"eff:128x192": 0.75, "ueff:128x192": 0.55})
+    tile = GemmConfig(128, 192, 1)
+    data = [
+        Sample(p, tile, truth.seconds(p, tile))
+        for p in (Problem(m, 6144, 8192) for m in (1000, 2048, 5000))
+    ]
+    base = truth.with_params({"ueff:128x192": 0.75})
+    fitted = fit(data, base, rounds=6, only=("ueff:*", "eff:128x192"))
+    assert fitted.unswapped_efficiency[(128, 192)] == pytest.approx(0.55, rel=0.02)
+    assert fitted.efficiency[(128, 192)] == 0.75  # no swapped timing moves the shared entry
+    plain = fit(data, HOPPER.with_params({"eff:128x192": 0.75}), rounds=6, only=("eff:128x192",))
+    assert not plain.unswapped_efficiency
+    assert plain.efficiency[(128, 192)] == pytest.approx(0.55, rel=0.02)
+
+
 # -- fitting and cross-validation -----------------------------------------------------------------
 def _synthetic(truth: TileCostModel) -> list[Sample]:
     problems = [Problem(m, n, k) for m in (1, 200, 1000, 8192) for n, k in ((4096, 4096),

@@ -26,7 +26,8 @@ Changes from rung 7 (``multi_consumer``):
   * unswapped two-box tiles (``WIDE_UNSWAPPED``: 160 = 128 + 32, 192 = 128 + 64 columns of
     N), the widths the CuTeDSL rung 8 and cuBLAS run where N is 5 or 3 times a power of two
     (5120, 10240, 6144, 3072): the same two rings and wgmmas, D leaving as two untransposed
-    boxes side by side; tune-only until timed (``_variant``);
+    boxes side by side; priced by their own efficiencies (``COST``'s ``ueff:``, fitted to
+    their timings: the wide swaps of the same size run at another rate);
   * ``split_k`` (few tiles, long K): work units run over (split, tile); split s reduces the
     k-tiles ``[s*kt//S, (s+1)*kt//S)`` and TMA-stores fp32 partials into its own slice of a
     workspace allocated at compile time; ``splitk_reduce_kernel`` then sums the S slices in
@@ -819,7 +820,7 @@ def _menu() -> tuple[R8Config, ...]:
     rows up to ``SWAP_WIDE_SPLIT`` wide, one CTA);
     stream-K on the unswapped tiles a tail wave is made of (the partials bypass shared memory)
     and on the 128-row wide swaps. Unswapped widths are powers of two (Triton's block shapes
-    must be) or, tune-only, ``WIDE_UNSWAPPED``'s two boxes."""
+    must be) or ``WIDE_UNSWAPPED``'s two boxes."""
     menu = [RUNG7, R8Config(group=16), R8Config(tile_n=128), R8Config(tile_n=128, group=16)]
     one_cta = ((128, 256), (128, 128), (128, 64), (128, 32), (128, 16), (64, 256))
     for tm, tn in (*one_cta, (64, 128), (64, 64)):
@@ -949,6 +950,10 @@ def _valid(problem: Problem, config: R8Config) -> str | None:
 #: The 192-row efficiencies alone were fitted on the rest kept (``--only 'eff:192x*'``) to
 #: ``tune-r8-rows192-gluon-h200-20261129`` among those runs: 192x96 on 4 problems, 192x128 on 8
 #: (72 and 80 wide, timed on two and one, keep their neighbours'; README, "Eighteenth version").
+#: The unswapped two-box tiles' own efficiencies (``ueff:``; the wide swaps of their size keep
+#: ``eff:``) alone were fitted on the rest kept (``--only 'ueff:*'``) to
+#: ``tune-r8-twobox{,64}-gluon-h200-20261204`` among those runs: 128x160 and 128x192 on 10
+#: problems, 64x160 on 3 (README, "Twenty-first version").
 COST = HOPPER.with_params(
     {
         "hbm_bytes_per_s": 6.064e12,
@@ -994,17 +999,17 @@ COST = HOPPER.with_params(
         "eff:256x128": 0.7405,
         "eff:256x136": 0.6224,
         "eff:256x144": 0.6407,
+        "ueff:64x160": 0.6895,
+        "ueff:128x160": 0.6325,
+        "ueff:128x192": 0.6804,
     }
 )
 
 
 def _variant(problem: Problem, config: R8Config) -> bool:
     """Knobs the cost model cannot see, set otherwise than the heuristic would: group 16, or
-    a wide swap's raster other than ``heuristic_raster``'s; and the unswapped two-box tiles
-    (``WIDE_UNSWAPPED``), tune-only until a GPU has timed them beside the pick (their
-    efficiencies are the wide swaps' of the same size, fitted on another epilogue)."""
-    untimed = not config.swap_ab and config.tile_n in WIDE_UNSWAPPED
-    return untimed or config.group != 8 or config.raster != heuristic_raster(problem, config)
+    a wide swap's raster other than ``heuristic_raster``'s."""
+    return config.group != 8 or config.raster != heuristic_raster(problem, config)
 
 
 def _ranked(problem: Problem) -> list[R8Config]:
