@@ -957,8 +957,9 @@ def build_parser() -> argparse.ArgumentParser:
         action="append",
         default=[],
         metavar="PATTERN",
-        help="fit only the constants matching this glob (repeatable), e.g. 'eff:256x*'; "
-        "the others keep the base's values",
+        help="fit only the constants matching this glob (repeatable), e.g. 'eff:256x*', or "
+        "'ueff:*' (the unswapped tiles' own efficiencies a base names); the others keep the "
+        "base's values",
     )
     p.add_argument(
         "--min-problems",
