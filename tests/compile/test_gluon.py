@@ -453,7 +453,7 @@ def test_r8_a_narrow_two_box_swap_in_columns_gives_way_to_its_wider_twin():
     assert (c.tile_m, c.tile_n, c.swap_ab) == (64, 160, True), c.name
     c = r8._heuristic(Problem(71, 10240, 8192))  # one column: 128x72 stays
     assert (c.tile_m, c.tile_n, c.swap_ab) == (128, 72, True), c.name
-    # Since the twenty-first version's priced two-box tiles the model's first at these two is
+    # Since the twenty-first version (two-box tiles priced) the model's first at these two is
     # the unswapped 64x160, so the rule is asked directly: the twin of 128x72 in 4 columns
     # fits M, that of 2 x 97 rows (padded to 128, not 144) does not.
     narrow = r8.R8Config(128, 72, 1, swap_ab=True)
