@@ -891,12 +891,22 @@ ROWS_192_PICKED = (96, 128)
 ROWS_192_WHOLE = tuple(w for w in ROWS_192_WIDTHS if w <= 112)
 
 
-#: Unswapped widths of two boxes (128 + 32, 128 + 64): N's tiles where N is 5 or 3 times a
-#: power of two, as the CuTeDSL rung 8 (whose 128x160 pair ran 1427x5120x5120 at 93.7 % of
-#: cuBLAS where this kernel's 128x256 pair ran 87.5 %: README, "Nineteenth version").
-WIDE_UNSWAPPED = (160, 192)
-#: (tile_m, tile_n, cluster) of the unswapped two-box tiles (and 128x192 with stream-K).
-UNSWAPPED_TWO_BOX = ((64, 160, 1), (128, 160, 1), (128, 160, 2), (128, 192, 1), (128, 192, 2))
+#: Unswapped widths of two boxes (64 + 32, 128 + 32, 128 + 64): N's tiles where N is 5 or 3
+#: times a power of two, as the CuTeDSL rung 8 (whose 128x160 pair ran 1427x5120x5120 at
+#: 93.7 % of cuBLAS where this kernel's 128x256 pair ran 87.5 %: README, "Nineteenth version").
+WIDE_UNSWAPPED = (96, 160, 192)
+#: (tile_m, tile_n, cluster) of the unswapped two-box tiles (and 128x192 with stream-K); one
+#: without an efficiency of its own in ``COST`` (``ueff:``) is tune-only (``_variant``): 64x96
+#: and 64x192, added after 64x160's picks won their A/B (README, "Twenty-first version").
+UNSWAPPED_TWO_BOX = (
+    (64, 96, 1),
+    (64, 160, 1),
+    (64, 192, 1),
+    (128, 160, 1),
+    (128, 160, 2),
+    (128, 192, 1),
+    (128, 192, 2),
+)
 #: (tile_m, tile_n, cluster) of the stream-K configs.
 STREAM_K_TILES = (
     (128, 256, 2),
@@ -1010,8 +1020,12 @@ COST = HOPPER.with_params(
 
 def _variant(problem: Problem, config: R8Config) -> bool:
     """Knobs the cost model cannot see, set otherwise than the heuristic would: group 16, or
-    a wide swap's raster other than ``heuristic_raster``'s."""
-    return config.group != 8 or config.raster != heuristic_raster(problem, config)
+    a wide swap's raster other than ``heuristic_raster``'s; and an unswapped two-box tile no
+    tuning run has given an efficiency of its own (``ueff:`` in ``COST``: the wide swap of its
+    size, whose ``eff:`` it would take, runs at another rate), tune-only until one has."""
+    tile = (config.tile_m, config.tile_n)
+    unpriced = not config.swap_ab and config.boxes[1] > 0 and tile not in COST.unswapped_efficiency
+    return unpriced or config.group != 8 or config.raster != heuristic_raster(problem, config)
 
 
 def _ranked(problem: Problem) -> list[R8Config]:
