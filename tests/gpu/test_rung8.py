@@ -58,7 +58,8 @@ def _values(name: str) -> dict[str, str]:
 
 def _new_paths(menu: list[str]) -> list[str]:
     """The menu entries no fixed-suite shape selects: unswapped stream-K, and unswapped tiles
-    whose width is not a power of two (160, 192; Gluon's are two boxes, 128 + 32 and 128 + 64)."""
+    whose width is not a power of two (96, 160, 192; Gluon's are two boxes: 64 + 32, 128 + 32,
+    128 + 64)."""
     knobs = {n: _values(n) for n in menu}
     return [
         n
