@@ -249,10 +249,12 @@ def report(
         "without a timing keep HOPPER's value):"
     )
     used = {f"eff:{s.config.tile_m}x{s.config.tile_n}" for s in data}
+    used |= {f"ueff:{s.config.tile_m}x{s.config.tile_n}" for s in data if not s.config.swap_ab}
     lines += [
         f'    "{name}": {value:.4g},'
         for name, value in fitted.params().items()
-        if (not name.startswith("eff:") or name in used) and (not only or named(name, only))
+        if (not name.startswith(("eff:", "ueff:")) or name in used)
+        and (not only or named(name, only))
     ]
     if only:
         lines.append(f"(only {', '.join(only)} fitted; every other constant kept from the base)")
