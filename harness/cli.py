@@ -251,6 +251,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         rewarm_s=args.rewarm,
         settle_s=args.settle,
         hold_floor_ms=args.hold_floor,
+        count_hold=args.count_hold,
     )
     settings = RunSettings(
         device=args.device,
@@ -835,6 +836,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="time every kernel shorter than MS behind at least MS of full-load GPU work per "
         "launch, the same for every DSL whatever its launch cost (default %(default)s; 0: "
         "timer v4, hold only kernels shorter than their host launch, 1.5x their host time)",
+    )
+    p.add_argument(
+        "--count-hold",
+        action="store_true",
+        help="timer v6: a held kernel's --min-time counts the hold it is timed behind, and its "
+        "warm-ups run held too (a held-out suite in about 60 %% of v5's device time; "
+        "docs/design.md, 'Timing')",
     )
     p.add_argument("--checks", type=int, default=2, help="correctness checks per problem")
     p.add_argument("--check-only", action="store_true", help="check correctness, skip timing")

@@ -316,7 +316,8 @@ def _measure(
         d = torch.full((problem.m, problem.n), math.nan, device=state.device, dtype=a.dtype)
         sets.append((a, b, d))
     try:
-        warm_up(launch, sets, warmup_s, state.device)
+        held = ts.hold_floor_ms if ts.count_hold else None  # v6 warms a held kernel up held
+        warm_up(launch, sets, warmup_s, state.device, held_floor_ms=held)
         if witness is not None:
             witness.out.poison()
         with TelemetrySampler(enabled=state.device == "cuda") as tel:
@@ -328,6 +329,7 @@ def _measure(
                 ts.max_samples,
                 state.device,
                 hold_floor_ms=ts.hold_floor_ms,
+                count_hold=ts.count_hold,
             )
         if witness is not None:
             synchronize(state.device)

@@ -584,6 +584,11 @@ def hold_text(timer: Mapping[str, Any] | None) -> str:
     if not timer:
         return ""
     floor = hold_floor(timer)
+    if floor and timer.get("count_hold"):
+        return (
+            f"every kernel under {floor:g} ms held {floor:g} ms a launch, warmed up held, "
+            "its minimum time counting the hold (timer v6)"
+        )
     if floor:
         return f"every kernel under {floor:g} ms held {floor:g} ms a launch (timer v5)"
     return "short kernels' holds not equalized (timer v4 or older)"
@@ -591,13 +596,15 @@ def hold_text(timer: Mapping[str, Any] | None) -> str:
 
 def timer_label(timer: Mapping[str, Any] | None) -> str:
     """A run's timer in one cell: its warm-ups (:func:`warmups`) and, from v5 on, the equal
-    hold, e.g. "1/1/2 s" (v4) or "1/1/2 s, hold 0.5 ms" (v5), so a table that pools runs
-    shows when they were timed differently. "?" where the run recorded no timer."""
+    hold, e.g. "1/1/2 s" (v4), "1/1/2 s, hold 0.5 ms" (v5) or "1/1/2 s, hold 0.5 ms counted"
+    (v6), so a table that pools runs shows when they were timed differently. "?" where the
+    run recorded no timer."""
     w = warmups(timer)
     if w == "?":
         return w
     floor = hold_floor(timer)
-    return f"{w} s" + (f", hold {floor:g} ms" if floor else "")
+    counted = " counted" if floor and (timer or {}).get("count_hold") else ""
+    return f"{w} s" + (f", hold {floor:g} ms{counted}" if floor else "")
 
 
 @dataclass(frozen=True)

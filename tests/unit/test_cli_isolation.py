@@ -177,6 +177,18 @@ def test_own_choice_runs_beside_forced_configs_once(plugin_env, tmp_path: Path) 
     assert "toy/tuned [split=1]: asked for twice; run once" in r.stdout
 
 
+def test_timer_v6_is_asked_for_and_recorded(plugin_env, tmp_path: Path) -> None:
+    """``--count-hold`` reaches the workers (their timer settings are the run's) and the run
+    records it with the rest of its timer, so a report can tell v6 from v5."""
+    r, out = _bench_tuned(plugin_env, tmp_path, "--count-hold")
+    assert r.returncode == 0, r.stdout + r.stderr
+    doc = load(out)
+    assert doc.environment["timer"]["count_hold"] is True
+    assert all(rec.status != Status.ERROR for rec in doc.bench)
+    r, out = _bench_tuned(plugin_env, tmp_path)
+    assert load(out).environment["timer"]["count_hold"] is False
+
+
 def test_tune_times_every_valid_config(plugin_env, tmp_path: Path) -> None:
     r, out = _bench_tuned(plugin_env, tmp_path, "--tune")
     assert r.returncode == 0, r.stdout + r.stderr

@@ -806,6 +806,9 @@ def test_the_sweep_tables_name_each_runs_warm_ups(tmp_path: Path) -> None:
     ds5 = load_dataset([_held_out_run(tmp_path / "b.json", [held], timer=v5)])
     assert "3 of 3 shapes timed; timer 1/1/2 s, hold 0.5 ms)" in "\n".join(sweep_lines(ds5))
     assert "(timer v5)" in hold_text(v5) and "(timer v4 or older)" in hold_text(timer)
+    v6 = {**v5, "count_hold": True}
+    assert timer_label(v6) == "1/1/2 s, hold 0.5 ms counted" and "(timer v6)" in hold_text(v6)
+    assert timer_label({**v5, "count_hold": False}) == timer_label(v5)
     assert hold_text(None) == ""
 
 

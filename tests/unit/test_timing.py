@@ -4,6 +4,8 @@ import statistics
 import sys
 import time
 import types
+from collections.abc import Callable
+from typing import Any, ClassVar
 
 import pytest
 
@@ -107,6 +109,92 @@ def test_the_default_floor_holds_quick_and_slow_launchers_alike() -> None:
     v4 = {ms: timed(ms, 0.0) for ms in (0.03, 0.15)}
     assert v4[0.15].hold_ms_per_launch >= 1.5 * 0.15
     assert v4[0.15].hold_ms_per_launch > 2 * v4[0.03].hold_ms_per_launch
+
+
+class _FakeGpu(_Clock):
+    """A clock that says it is on a GPU, so ``time_launches`` and ``warm_up`` run their holds
+    (a :class:`_FakeHold`): each launch appends its "GPU time" (ms) to ``times`` and a batch's
+    samples are those, while the host's enqueue time stays a real, tiny one."""
+
+    times: ClassVar[list[float]] = []
+
+    def __init__(self, device: str) -> None:
+        super().__init__("cpu")
+        self.cuda, self._torch = True, None
+
+    def sync(self) -> None:
+        pass
+
+    def marks(self, n: int) -> list[Any]:
+        return [0.0] * n
+
+    def mark(self, marks: list[Any], i: int) -> None:
+        pass
+
+    def elapsed_ms(self, marks: list[Any]) -> list[float]:
+        return self.times[len(self.times) - (len(marks) - 1) :]
+
+
+class _FakeHold:
+    """Records the GPU work each batch was held behind (ms), instead of running GEMMs."""
+
+    asked: ClassVar[list[float]] = []
+
+    def __init__(self, torch: Any) -> None:
+        type(self).asked = []
+
+    def __call__(self, ms: float) -> None:
+        self.asked.append(ms)
+
+
+@pytest.fixture
+def held(monkeypatch: pytest.MonkeyPatch) -> type[_FakeHold]:
+    import harness.timing as timing
+
+    monkeypatch.setattr(timing, "_Clock", _FakeGpu)
+    monkeypatch.setattr(timing, "_Hold", _FakeHold)
+    _FakeGpu.times = []
+    return _FakeHold
+
+
+def _kernel(ms: float) -> Callable[..., None]:
+    def launch(a, b, d):
+        _FakeGpu.times.append(ms)
+
+    return launch
+
+
+def test_timer_v6_counts_the_hold_toward_the_minimum_time(held: type[_FakeHold]) -> None:
+    """A 0.05 ms kernel held 0.5 ms a launch: v5 takes min_time_s of the kernel's own time
+    (200 launches for 10 ms), v6 counts the 0.55 ms each launch occupies the GPU (19), and
+    each of its batches still waits behind 0.5 ms a launch. A kernel longer than the floor
+    is not held, and v6 changes nothing for it."""
+    one = [(0, None, None)]
+    v5 = time_launches(_kernel(0.05), one, 5, 0.01, 1000, "cuda", 0.5)
+    assert v5.hold_ms_per_launch == 0.5 and len(v5.samples) == 200
+    v6 = time_launches(_kernel(0.05), one, 5, 0.01, 1000, "cuda", 0.5, count_hold=True)
+    assert v6.hold_ms_per_launch == 0.5 and len(v6.samples) == 19
+    assert sum(held.asked) == pytest.approx(0.5 * 19)  # the hold's time is what covers it
+    assert sum(v6.samples) + sum(held.asked) >= 10.0
+    for count_hold in (False, True):
+        held.asked = []
+        slow = time_launches(_kernel(0.8), one, 5, 0.02, 1000, "cuda", 0.5, count_hold=count_hold)
+        assert slow.hold_ms_per_launch == 0.0 and held.asked == []
+        assert len(slow.samples) == 25  # 20 ms of its own time
+
+
+def test_timer_v6_warms_a_held_kernel_up_held(held: type[_FakeHold]) -> None:
+    """With ``held_floor_ms`` (v6) a kernel under the floor is warmed up in batches behind
+    its hold, 0.5 ms a launch, so the GPU is under the measurement's load from the start; a
+    kernel over the floor, and every kernel without ``held_floor_ms`` (v5), warms up back to
+    back."""
+    n = warm_up(_kernel(0.05), [(0, None, None)], 0.02, "cuda", held_floor_ms=0.5)
+    assert n == len(_FakeGpu.times) > 10 and held.asked  # held batches after a 10-launch probe
+    assert set(held.asked) == {0.5 * 200}
+    for kernel, floor in ((_kernel(0.05), None), (_kernel(0.8), 0.5)):
+        held.asked = []
+        assert warm_up(kernel, [(0, None, None)], 0.01, "cuda", held_floor_ms=floor) >= 1
+        assert held.asked == []
 
 
 def test_hold_runs_before_the_batch_and_outside_its_samples() -> None:
