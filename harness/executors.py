@@ -25,6 +25,7 @@ from __future__ import annotations
 import os
 import queue
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -41,6 +42,7 @@ __all__ = [
     "GpuReady",
     "UnitQueue",
     "gpu_key",
+    "progress",
     "run_local",
     "run_ray",
     "write_events",
@@ -137,6 +139,19 @@ class UnitQueue:
 
 
 # ---------------------------------------------------------------------------------- local
+def progress(elapsed_s: float, finished: int, total: int) -> str:
+    """How far a run is, for its "[n/total]" lines: time so far and, once a unit has finished,
+    the time left at the pace so far (every GPU's units count, so several GPUs' pace is in it),
+    e.g. "(12 min in, ~16 min left)". Device time is budgeted; a long run says what it needs."""
+
+    def dur(s: float) -> str:
+        return f"{s:.0f} s" if s < 90 else f"{s / 60:.0f} min"
+
+    if finished <= 0:
+        return f"({dur(elapsed_s)} in)"
+    return f"({dur(elapsed_s)} in, ~{dur(elapsed_s / finished * max(total - finished, 0))} left)"
+
+
 class _SlotDone:
     pass
 
@@ -155,6 +170,7 @@ def run_local(
     events: queue.Queue[Any] = queue.Queue()
     total = work.total
     one_at_a_time = threading.Lock()  # whole lines, from every GPU's thread
+    t0, finished = time.monotonic(), [0]  # units finished on every GPU, under one_at_a_time
 
     def serve(slot: str | None) -> None:
         prefix = f"[GPU {slot}] " if len(slots) > 1 else ""
@@ -176,9 +192,13 @@ def run_local(
                 while (item := work.take()) is not None:
                     unit, final, n = item
                     again = " (again: it made another GPU fail its probe)" if final else ""
-                    slot_log(f"[{n}/{total}] {unit.key}{again}")
+                    with one_at_a_time:
+                        pace = progress(time.monotonic() - t0, finished[0], total)
+                    slot_log(f"[{n}/{total}] {unit.key}{again} {pace}")
                     outcome = run_unit(plan, runner, unit, final)
                     work.finish(outcome)
+                    with one_at_a_time:
+                        finished[0] += 1
                     unit = None
                     events.put(outcome)
                     if outcome.device_failed:
@@ -268,6 +288,7 @@ def run_ray(
             futures[task.remote(plan_ref, unit, final, frozenset(quarantined))] = unit
 
     log(f"ray: {work.total} problem(s) on {gpus:g} GPU(s)")
+    t0 = time.monotonic()
     try:
         submit()
         while futures:
@@ -290,7 +311,7 @@ def run_ray(
                 finished += 1
                 log(
                     f"[{finished}/{work.total}] {unit.key}: done on {gpu.get('host')} GPU "
-                    f"{gpu.get('visible')}"
+                    f"{gpu.get('visible')} {progress(time.monotonic() - t0, finished, work.total)}"
                 )
             if not outcome.bounced:
                 yield outcome

@@ -5,6 +5,7 @@ process and hang are each recorded, and the run completes."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import time
@@ -98,7 +99,9 @@ def test_bench_records_every_failure_and_finishes(plugin_env, tmp_path: Path) ->
     assert got[("toy/picky", "64x64x64-fp16")].status == Status.OK
     assert got[("toy/picky", "100x72x40-fp16")].status == Status.UNSUPPORTED
     assert "multiples of 64" in got[("toy/picky", "100x72x40-fp16")].reason
-    assert "[2/2] 100x72x40-fp16" in r.stdout  # progress output
+    # progress output: where the run is, and from the second problem on, the time it needs
+    assert re.search(r"\[1/2\] 64x64x64-fp16 \(\d+ s in\)\n", r.stdout), r.stdout
+    assert re.search(r"\[2/2\] 100x72x40-fp16 \(\d+ s in, ~\d+ s left\)", r.stdout)
     # the device line names only what the run knows; a summary table ends the run
     assert "device: cpu\n" in r.stdout and "None" not in r.stdout
     summary = r.stdout.split("summary (")[1]

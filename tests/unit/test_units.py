@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from harness.devices import gpu_identity, parse_gpus
-from harness.executors import MAX_BOUNCES, UnitQueue
+from harness.executors import MAX_BOUNCES, UnitQueue, progress
 from harness.gemm import Problem
 from harness.isolate import WorkerEnv, parse_worker_envs
 from harness.merge import (
@@ -176,3 +176,12 @@ def test_a_version_2_document_reads_without_gpu_versions_or_drift(tmp_path: Path
     ok = load(old).bench[0]
     assert isinstance(ok, BenchRecord) and ok.status == Status.OK and ok.tflops == 76.8
     assert (ok.gpu, ok.versions, ok.cublas_drift_pct, ok.per_clock_pct_of_cublas) == (None,) * 4
+
+
+def test_progress_says_what_the_rest_of_a_run_needs() -> None:
+    """Each "[n/total]" line carries the time so far and, once a unit has finished, the time
+    left at the pace so far: a budgeted device session can tell whether the run fits."""
+    assert progress(0.4, 0, 66) == "(0 s in)"
+    assert progress(600.0, 20, 66) == "(10 min in, ~23 min left)"
+    assert progress(45.0, 3, 4) == "(45 s in, ~15 s left)"
+    assert progress(120.0, 4, 4) == "(2 min in, ~0 s left)"
