@@ -841,7 +841,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--count-hold",
         action="store_true",
         help="timer v6: a held kernel's --min-time counts the hold it is timed behind, and its "
-        "warm-ups run held too (a held-out suite in about 60 %% of v5's device time; "
+        "warm-ups run held too (a held-out suite in an estimated 60 %% of v5's device time; "
         "docs/design.md, 'Timing')",
     )
     p.add_argument("--checks", type=int, default=2, help="correctness checks per problem")
