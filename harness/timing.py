@@ -61,16 +61,18 @@ class TimerSettings:
     #: 1350 MHz (docs/design.md, "Timing"). 0.5 ms is more than 1.5 x the slowest launch
     #: measured (Gluon's, up to about 0.2 ms on an H200).
     hold_floor_ms: float = 0.5
-    #: Timer v6 (opt-in, ``--count-hold``): a held kernel's ``min_time_s`` counts the GPU time
-    #: its measurement occupies, the hold included, and its warm-up runs held too. Under v5 a
-    #: 16 us kernel needs 0.125 s of its own time a round, about 7800 launches each behind
-    #: 0.5 ms of hold: 4 s of GEMMs for a median that 250 launches already pin to about 0.2 %
-    #: (cv 0.03-0.05); a held-out suite, mostly such kernels, then outlasts a 30-minute device
-    #: session. Warming up held keeps the state v5 measured in: v5's back-to-back warm-up of a
-    #: short kernel runs at its host's pace (the GPU mostly idle, its clock boosting), and
-    #: only v5's seconds of held timing brought the clock down to the loaded one; a short
-    #: measurement after that warm-up would be timed in the boost (docs/design.md, "Timing").
-    count_hold: bool = False
+    #: Timer v6 (the default since 2026-12-04; ``--no-count-hold`` is v5): a held kernel's
+    #: ``min_time_s`` counts the GPU time its measurement occupies, the hold included, and its
+    #: warm-up runs held too. Under v5 a 16 us kernel needs 0.125 s of its own time a round,
+    #: about 7800 launches each behind 0.5 ms of hold: 4 s of GEMMs for a median that 250
+    #: launches already pin to about 0.2 % (cv 0.03-0.05); a held-out suite, mostly such
+    #: kernels, then outlasts a 30-minute device session. Warming up held keeps the state v5
+    #: measured in: v5's back-to-back warm-up of a short kernel runs at its host's pace (the GPU
+    #: mostly idle, its clock boosting), and only v5's seconds of held timing brought the clock
+    #: down to the loaded one. On an H200, five short-kernel shapes timed both ways read the
+    #: same (v6/v5 % of cuBLAS geomean 1.005, every shape within 2 points, median SM clock
+    #: 1466 -> 1474 MHz) in 78 s of device time against 212 s (docs/design.md, "Timing").
+    count_hold: bool = True
 
     def __post_init__(self) -> None:
         if self.min_samples < 1 or self.rounds < 1 or self.max_samples < self.min_samples:
@@ -302,7 +304,7 @@ def time_launches(
     max_samples: int,
     device: str = "cuda",
     hold_floor_ms: float = TimerSettings.hold_floor_ms,
-    count_hold: bool = False,
+    count_hold: bool = TimerSettings.count_hold,
 ) -> Launches:
     """Per-launch times (ms): at least ``min_samples`` and ``min_time_s`` of GPU time.
 
@@ -312,8 +314,8 @@ def time_launches(
 
     A launch shorter than ``hold_floor_ms``, or shorter than twice its host enqueue time, is
     timed in batches behind a hold (``_Hold``) of max(``hold_floor_ms``, 1.5 x host time) per
-    launch. With ``count_hold`` (timer v6) such a launch's ``min_time_s`` counts the GPU time
-    the measurement occupies, its hold included.
+    launch. With ``count_hold`` (timer v6, the default) such a launch's ``min_time_s`` counts
+    the GPU time the measurement occupies, its hold included; without it (v5), only its own.
     """
     clock = _Clock(device)
     # A first small batch measures the launch time and the host's enqueue time per launch, so

@@ -180,16 +180,20 @@ def test_own_choice_runs_beside_forced_configs_once(plugin_env, tmp_path: Path) 
     assert "toy/tuned [split=1]: asked for twice; run once" in r.stdout
 
 
-def test_timer_v6_is_asked_for_and_recorded(plugin_env, tmp_path: Path) -> None:
-    """``--count-hold`` reaches the workers (their timer settings are the run's) and the run
-    records it with the rest of its timer, so a report can tell v6 from v5."""
-    r, out = _bench_tuned(plugin_env, tmp_path, "--count-hold")
+def test_timer_v6_is_the_default_and_v5_can_be_asked_for(plugin_env, tmp_path: Path) -> None:
+    """Timer v6 (``count_hold``) is what a plain bench runs; ``--no-count-hold`` (v5) reaches
+    the workers (their timer settings are the run's) and the run records which it was, so a
+    report can tell v6 from v5."""
+    r, out = _bench_tuned(plugin_env, tmp_path)
     assert r.returncode == 0, r.stdout + r.stderr
     doc = load(out)
     assert doc.environment["timer"]["count_hold"] is True
     assert all(rec.status != Status.ERROR for rec in doc.bench)
-    r, out = _bench_tuned(plugin_env, tmp_path)
-    assert load(out).environment["timer"]["count_hold"] is False
+    r, out = _bench_tuned(plugin_env, tmp_path, "--no-count-hold")
+    assert r.returncode == 0, r.stdout + r.stderr
+    doc = load(out)
+    assert doc.environment["timer"]["count_hold"] is False
+    assert all(rec.status != Status.ERROR for rec in doc.bench)
 
 
 def test_tune_times_every_valid_config(plugin_env, tmp_path: Path) -> None:

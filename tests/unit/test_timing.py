@@ -170,10 +170,10 @@ def test_timer_v6_counts_the_hold_toward_the_minimum_time(held: type[_FakeHold])
     each of its batches still waits behind 0.5 ms a launch. A kernel longer than the floor
     is not held, and v6 changes nothing for it."""
     one = [(0, None, None)]
-    v5 = time_launches(_kernel(0.05), one, 5, 0.01, 1000, "cuda", 0.5)
+    v5 = time_launches(_kernel(0.05), one, 5, 0.01, 1000, "cuda", 0.5, count_hold=False)
     assert v5.hold_ms_per_launch == 0.5 and len(v5.samples) == 200
-    v6 = time_launches(_kernel(0.05), one, 5, 0.01, 1000, "cuda", 0.5, count_hold=True)
-    assert v6.hold_ms_per_launch == 0.5 and len(v6.samples) == 19
+    v6 = time_launches(_kernel(0.05), one, 5, 0.01, 1000, "cuda", 0.5)  # the default
+    assert TimerSettings().count_hold and v6.hold_ms_per_launch == 0.5 and len(v6.samples) == 19
     assert sum(held.asked) == pytest.approx(0.5 * 19)  # the hold's time is what covers it
     assert sum(v6.samples) + sum(held.asked) >= 10.0
     for count_hold in (False, True):
