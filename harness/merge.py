@@ -80,7 +80,13 @@ def resume_problem(doc: Document, environment: Mapping[str, Any]) -> str | None:
         return f"{doc.source} is a {doc.kind} document, not a bench run"
     diffs = plan_differences(doc.environment, environment)
     if diffs:
-        return f"{doc.source} was run with other {', '.join(diffs)}; start a new file"
+        old_timer = doc.environment.get("timer") or {}
+        new_timer = environment.get("timer") or {}
+        hint = ""
+        if not old_timer.get("count_hold") and new_timer.get("count_hold"):
+            # Timer v6 became the default on 2026-12-04; a v5 run continues under v5.
+            hint = " (it ran timer v5: add --no-count-hold to continue it)"
+        return f"{doc.source} was run with other {', '.join(diffs)}{hint}; start a new file"
     old = (doc.environment.get("run") or {}).get("shard")
     new = (environment.get("run") or {}).get("shard")
     if old != new:

@@ -4,6 +4,7 @@ records of an older schema."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import threading
 from dataclasses import replace
@@ -158,6 +159,10 @@ def test_resume_needs_the_same_plan_shard_and_code() -> None:
     doc = _doc(["64x64x64-fp16"], "a.json")
     assert resume_problem(doc, doc.environment) is None
     assert "other timer" in resume_problem(doc, {**doc.environment, "timer": {"rounds": 1}})
+    v5 = {**doc.environment, "timer": {"hold_floor_ms": 0.5, "count_hold": False}}
+    v6 = {**doc.environment, "timer": {"hold_floor_ms": 0.5, "count_hold": True}}
+    assert "add --no-count-hold" in resume_problem(dataclasses.replace(doc, environment=v5), v6)
+    assert "count-hold" not in resume_problem(dataclasses.replace(doc, environment=v6), v5)
     shard = {**doc.environment, "run": {**doc.environment["run"], "shard": "0/2"}}
     assert "is shard None, this run shard 0/2" in resume_problem(doc, shard)
     other_code = resume_problem(doc, {**doc.environment, "git_sha": "x"})
