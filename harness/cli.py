@@ -843,8 +843,8 @@ def build_parser() -> argparse.ArgumentParser:
         default=TimerSettings.count_hold,
         help="timer v6 (the default): a held kernel's --min-time counts the hold it is timed "
         "behind, and its warm-ups run held too; --no-count-hold is timer v5, which counts only "
-        "the kernel's own time (on an H200 the same numbers in 37 %% of v5's device time; "
-        "docs/design.md, 'Timing')",
+        "the kernel's own time (on an H200, five short-kernel shapes: the same numbers in 37 %% "
+        "of v5's device time; docs/design.md, 'Timing')",
     )
     p.add_argument("--checks", type=int, default=2, help="correctness checks per problem")
     p.add_argument("--check-only", action="store_true", help="check correctness, skip timing")
