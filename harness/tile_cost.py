@@ -39,6 +39,7 @@ from harness.gemm import Problem, cdiv, element_size
 __all__ = [
     "HOPPER",
     "NARROW",
+    "SK_MIN_ITERS",
     "SWAP_ALIGN",
     "SWAP_WIDTHS",
     "GemmConfig",
@@ -139,6 +140,12 @@ C = TypeVar("C", bound=GemmConfig)
 
 
 # -- the stream-K schedule -------------------------------------------------------------------
+#: The fewest tail k-iterations a stream-K program takes (where the tail has that many a
+#: program): below it, storing a partial and summing it costs more than the k-steps it
+#: shares. 8, as CUTLASS's sm90 stream-K scheduler bounds its units.
+SK_MIN_ITERS = 8
+
+
 @dataclass(frozen=True)
 class StreamK:
     """Data-parallel waves, then stream-K over the tail (the kernels' work units).
@@ -146,11 +153,17 @@ class StreamK:
     ``tiles`` cluster tiles of ``k_tiles`` k-iterations each run on ``programs`` persistent
     programs (clusters). The first ``dp_tiles`` = (tiles // programs) x programs are whole
     tiles, dealt round-robin (program p: tiles p, p + programs, ...). The remaining
-    ``sk_tiles`` < programs tiles form one iteration space of ``sk_iters`` k-iterations that
-    program p covers from ``begin(p)`` to ``begin(p + 1)``: fewer than one tile's worth, so it
-    touches at most two tiles — its segment 0 (the tile it starts in) and segment 1 (the next).
-    Every segment writes an fp32 partial tile into workspace slot ``segment x programs + p``;
-    the reduction sums each tail tile's partials in program order (deterministic) and writes D.
+    ``sk_tiles`` < programs tiles form one iteration space of ``sk_iters`` k-iterations shared
+    by the first ``tail_programs`` programs: as many as give each at least ``min_iters`` of
+    them (:data:`SK_MIN_ITERS`), but never fewer than ``sk_tiles``. Program p covers
+    ``begin(p)`` to ``begin(p + 1)``: at most one tile's worth, so it touches at most two
+    tiles — its segment 0 (the tile it starts in) and segment 1 (the next); a program past
+    ``tail_programs`` has none. Every segment writes an fp32 partial tile into workspace slot
+    ``segment x programs + p``; the reduction sums each tail tile's partials in program order
+    (deterministic) and writes D. Why the bound: spread over every program, a tail of two
+    tiles of 64 k-iterations gives each about one, and then each stores a whole fp32 partial
+    for one k-step of work and the reduction sums 66 of them a tile (an H200 ran 2418x3584x4096
+    in 128x256 tiles so at 49.5 % of cuBLAS; Gluon README, "After seed 449122").
 
     Work units, as both roles of a program walk them: unit u = p, p + programs, ... below
     ``units``; u < dp_tiles is a whole tile, the others are segment (u - dp_tiles) // programs
@@ -160,6 +173,7 @@ class StreamK:
     tiles: int
     k_tiles: int
     programs: int
+    min_iters: int = SK_MIN_ITERS
 
     @property
     def dp_tiles(self) -> int:
@@ -174,12 +188,19 @@ class StreamK:
         return self.sk_tiles * self.k_tiles
 
     @property
+    def tail_programs(self) -> int:
+        """The programs that share the tail: ``sk_iters // min_iters``, within ``sk_tiles``
+        (no program more than one tile's worth) and ``programs`` (0 without a tail)."""
+        return _tail_programs(self.sk_tiles, self.k_tiles, self.programs, self.min_iters)
+
+    @property
     def units(self) -> int:
         return self.dp_tiles + (2 * self.programs if self.sk_tiles else 0)
 
     def begin(self, p: int) -> int:
-        """First tail iteration of program ``p`` (``begin(programs) == sk_iters``)."""
-        return p * self.sk_iters // self.programs
+        """First tail iteration of program ``p`` (``sk_iters`` from ``tail_programs`` on)."""
+        s = self.tail_programs
+        return min(p, s) * self.sk_iters // s if s else 0
 
     def unit(self, u: int) -> tuple[int, int, int, int]:
         """(tile, first k-tile, end k-tile, workspace slot or -1) of work unit ``u``; an empty
@@ -195,14 +216,16 @@ class StreamK:
         else:
             start, end = boundary, max(hi, boundary)
         tile = min(start // self.k_tiles, self.sk_tiles - 1)
-        k_lo = start - tile * self.k_tiles
+        # min: a program past tail_programs starts at sk_iters, and its empty segment 1 a
+        # tile further (the kernels skip an empty unit before they use its range)
+        k_lo = min(start - tile * self.k_tiles, self.k_tiles)
         return self.dp_tiles + tile, k_lo, k_lo + (end - start), v
 
     def contributors(self, r: int) -> list[tuple[int, int]]:
         """(program, workspace slot) of every partial of tail tile ``r`` (0-based among the
         tail tiles), in the order the reduction adds them."""
         first_it = r * self.k_tiles
-        p_first, p_last = _programs_over(r, self.k_tiles, self.programs, self.sk_iters)
+        p_first, p_last = _programs_over(r, self.k_tiles, self.tail_programs, self.sk_iters)
         out = []
         for p in range(p_first, p_last + 1):
             if self.begin(p) == self.begin(p + 1):
@@ -214,26 +237,32 @@ class StreamK:
     def most_contributors(self) -> int:
         """The most partials any tail tile sums: the reduction adds them one after another,
         so its latency grows with this count (0 without a tail)."""
-        return _most_contributors(self.sk_tiles, self.k_tiles, self.programs)
+        return _most_contributors(self.sk_tiles, self.k_tiles, self.tail_programs)
 
     def max_iters(self) -> int:
         """k-iterations of the busiest program."""
         dp = (self.dp_tiles // self.programs) * self.k_tiles
-        return dp + (cdiv(self.sk_iters, self.programs) if self.sk_tiles else 0)
+        return dp + (cdiv(self.sk_iters, self.tail_programs) if self.sk_tiles else 0)
 
 
-def _programs_over(r: int, k_tiles: int, programs: int, sk_iters: int) -> tuple[int, int]:
-    """(first, last) program whose tail share overlaps tail tile ``r``: the program covering
-    iteration x is the last p with ``p * sk_iters // programs <= x``."""
+def _tail_programs(sk_tiles: int, k_tiles: int, programs: int, min_iters: int) -> int:
+    """:attr:`StreamK.tail_programs`; the kernels compute the same in their schedules."""
+    return max(min(programs, sk_tiles * k_tiles // min_iters), sk_tiles)
+
+
+def _programs_over(r: int, k_tiles: int, shared: int, sk_iters: int) -> tuple[int, int]:
+    """(first, last) program whose tail share overlaps tail tile ``r``, the tail shared by
+    ``shared`` programs: the program covering iteration x is the last p with
+    ``p * sk_iters // shared <= x``."""
     first_it, end_it = r * k_tiles, (r + 1) * k_tiles
-    return ((first_it + 1) * programs - 1) // sk_iters, (end_it * programs - 1) // sk_iters
+    return ((first_it + 1) * shared - 1) // sk_iters, (end_it * shared - 1) // sk_iters
 
 
 @functools.cache
-def _most_contributors(sk_tiles: int, k_tiles: int, programs: int) -> int:
+def _most_contributors(sk_tiles: int, k_tiles: int, shared: int) -> int:
     """:meth:`StreamK.most_contributors`, cached: the cost model asks it for every stream-K
     config it prices, and a fit prices each thousands of times."""
-    spans = (_programs_over(r, k_tiles, programs, sk_tiles * k_tiles) for r in range(sk_tiles))
+    spans = (_programs_over(r, k_tiles, shared, sk_tiles * k_tiles) for r in range(sk_tiles))
     return max((last - first + 1 for first, last in spans), default=0)
 
 
@@ -353,7 +382,7 @@ class TileCostModel:
             units = sk.dp_tiles // programs + (2 if sk.sk_tiles else 0)
             if sk.sk_tiles:
                 partial = config.tile_rows * tn * 4
-                slots = programs + sk.sk_tiles  # segments written (at most)
+                slots = sk.tail_programs + sk.sk_tiles  # segments written (at most)
                 store = 2 * (partial // config.cluster) / self.sm_store_bytes_per_s
                 reduce = store + self.reduce_launch_s + 2 * slots * partial / self.hbm_bytes_per_s
                 reduce += sk.most_contributors() * self.reduce_step_s

@@ -58,14 +58,21 @@ def test_tiles_pad_rows_to_whole_clusters_and_follow_swap_ab() -> None:
 
 # -- the stream-K schedule ---------------------------------------------------------------------
 @pytest.mark.parametrize(
-    "tiles,k_tiles,programs",
-    list(itertools.product([1, 5, 84, 131, 132, 133, 140, 265], [1, 2, 7, 64, 256], [1, 66, 132])),
+    "tiles,k_tiles,programs,min_iters",
+    list(
+        itertools.product(
+            [1, 5, 84, 131, 132, 133, 140, 265], [1, 2, 7, 64, 256], [1, 66, 132], [1, 8]
+        )
+    ),
 )
-def test_stream_k_covers_every_k_iteration_once(tiles: int, k_tiles: int, programs: int) -> None:
+def test_stream_k_covers_every_k_iteration_once(
+    tiles: int, k_tiles: int, programs: int, min_iters: int
+) -> None:
     """The work units of every program cover each (tile, k-tile) exactly once; whole waves are
     whole tiles written to D; each tail tile's contributors are exactly the units whose
-    partials landed in it; no program does more than a tile's share of the tail."""
-    sk = StreamK(tiles, k_tiles, programs)
+    partials landed in it; no program does more than a tile's share of the tail, and none
+    fewer than ``min_iters`` of it where the tail has that many a program."""
+    sk = StreamK(tiles, k_tiles, programs, min_iters)
     covered: dict[tuple[int, int], int] = {}
     per_program = [0] * programs
     for u in range(sk.units):
@@ -83,21 +90,41 @@ def test_stream_k_covers_every_k_iteration_once(tiles: int, k_tiles: int, progra
         assert sorted(s for _, s in sk.contributors(r)) == sorted(written)
         assert all(s % programs == p for p, s in sk.contributors(r))
     assert max(per_program) == sk.max_iters()
-    tail = cdiv(sk.sk_iters, programs) if sk.sk_tiles else 0
+    shared = sk.tail_programs
+    assert (shared == 0) == (sk.sk_tiles == 0) and shared <= programs
+    tail = cdiv(sk.sk_iters, shared) if sk.sk_tiles else 0
     assert sk.max_iters() == (tiles // programs) * k_tiles + tail
+    if sk.sk_tiles:
+        shares = [sk.begin(p + 1) - sk.begin(p) for p in range(programs)]
+        assert max(shares) <= k_tiles and all(n == 0 for n in shares[shared:])
+        if sk.sk_iters >= min_iters * shared:  # room for min_iters each: nobody has less
+            assert min(shares[:shared]) >= min_iters
     # the reduction's longest chain: every partial of the busiest tail tile, no fewer
     # (an empty program is counted where it falls inside a tile: its loop step runs too)
     most = max((len(sk.contributors(r)) for r in range(sk.sk_tiles)), default=0)
-    assert most <= sk.most_contributors() <= most + (sk.sk_iters < programs) * programs
+    assert most <= sk.most_contributors() <= most + (sk.sk_iters < shared) * shared
     assert (sk.most_contributors() == 0) == (sk.sk_tiles == 0)
 
 
 def test_stream_k_spreads_a_partial_wave_evenly() -> None:
     # 300 x 7168 in 64x256 tiles: 5 x 28 = 140 tiles on 132 SMs, K = 16384 (256 k-tiles).
     sk = StreamK(140, 256, 132)
-    assert (sk.dp_tiles, sk.sk_tiles) == (132, 8)
+    assert (sk.dp_tiles, sk.sk_tiles, sk.tail_programs) == (132, 8, 132)
     assert sk.max_iters() == 256 + cdiv(8 * 256, 132)  # one wave + 16 of the 2048 tail steps
     assert StreamK(264, 64, 132).units == 264  # whole waves: no tail, no segments
+
+
+def test_stream_k_gives_a_short_tail_to_fewer_programs() -> None:
+    """2418x3584x4096 in 128x256 tiles: 266 tiles, two waves and 2 tiles of 64 k-iterations.
+    Over all 132 programs each would take about one k-iteration and store a whole partial for
+    it (49.5 % of cuBLAS on an H200); 16 programs take 8 each, the others none."""
+    sk = StreamK(266, 64, 132)
+    assert (sk.sk_tiles, sk.sk_iters, sk.tail_programs) == (2, 128, 16)
+    assert sk.max_iters() == 2 * 64 + 8
+    assert [len(sk.contributors(r)) for r in range(2)] == [8, 8]
+    assert StreamK(266, 64, 132, min_iters=1).tail_programs == 128  # the unbounded schedule
+    # a tail too short for one program per tile at min_iters: one program a tile, no fewer
+    assert StreamK(133, 4, 132).tail_programs == 1 and StreamK(134, 4, 132).tail_programs == 2
 
 
 # -- the cost model ------------------------------------------------------------------------------
@@ -125,13 +152,13 @@ def test_stream_k_pays_for_a_tail_and_costs_nothing_without_one() -> None:
 
 
 def test_stream_k_reduce_pays_a_step_per_partial_of_its_busiest_tile() -> None:
-    # 116 x 36864 in 128x256 tiles: 144 tiles, one wave and 12, each summed from 11 programs'
-    # partials (72 k-tiles a tile, 864 / 132 = 6.5 a program)
+    # 116 x 36864 in 128x256 tiles: 144 tiles, one wave and 12, each summed from 9 programs'
+    # partials (72 k-tiles a tile; 864 shared by 108 programs, 8 each)
     problem, config = Problem(116, 36864, 4608), GemmConfig(128, 256, 1, stream_k=True)
-    assert config.schedule(problem, 132).most_contributors() == 11
+    assert config.schedule(problem, 132).most_contributors() == 9
     stepped = dataclasses.replace(HOPPER, reduce_step_s=1e-6)
     extra = stepped.seconds(problem, config) - HOPPER.seconds(problem, config)
-    assert extra == pytest.approx(11e-6)
+    assert extra == pytest.approx(9e-6)
     unsplit = GemmConfig(128, 256, 1)  # no tail, no reduce: the step costs nothing
     assert stepped.seconds(problem, unsplit) == HOPPER.seconds(problem, unsplit)
 

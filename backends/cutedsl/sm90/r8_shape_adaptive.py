@@ -34,7 +34,8 @@ knobs every DSL's rung 8 shares, plus ``persistent`` and ``epilogue``):
   CuTeDSL kernel (``reduce``) then sums the slices in the order 0, 1, ... and writes D once:
   deterministic, no atomics.
 * ``stream_k``: whole waves of tiles as data-parallel work, and the last, part-empty wave's
-  k-iterations spread evenly over every program (``harness.tile_cost.StreamK``, below):
+  k-iterations spread evenly over the first programs, as many as give each at least
+  ``SK_MIN_ITERS`` (``harness.tile_cost.StreamK``, below):
   unswapped tiles, and the wide swapped tiles of 128 rows, whose tail is N's row tiles.
 * ``persistent``: 1 = CTAs loop over tiles (rung 7) on the grid min(tiles, SMs / cluster), or
   on the full SMs / cluster where the kernel walks its units itself (stream-K, grouped). 0 =
@@ -101,9 +102,12 @@ bands swept column by column, ``grouped_tile``) take k_tiles = cdiv(K, 64) k-ite
 Program p walks work units u = p, p + P, ...: the first dp_tiles = (tiles // P) x P units are
 whole tiles, stored to D by the TMA-store epilogue (overlapped: under the first MMAs of the
 program's next unit, whole tile or tail segment); the sk_tiles = tiles - dp_tiles
-tail tiles form one space of I = sk_tiles x k_tiles iterations, of which program p takes
-[p I // P, (p + 1) I // P) — less than a tile, so at most two segments (the rest of the tile
-it starts in, then the next), units dp_tiles + p and dp_tiles + P + p. A segment's fp32
+tail tiles form one space of I = sk_tiles x k_tiles iterations, shared by the first S
+programs, S = I // SK_MIN_ITERS within [sk_tiles, P] (``tail_programs``: spread over all P,
+a tail of a few tiles would give each program a k-iteration or two and a whole partial to
+store for it), of which program p < S takes [p I // S, (p + 1) I // S) — at most a tile, so
+at most two segments (the rest of the tile it starts in, then the next), units dp_tiles + p
+and dp_tiles + P + p; a program from S on runs none. A segment's fp32
 partial goes from registers straight into workspace slot u - dp_tiles (2 x P slots of one
 cluster tile, row-major: 2 x SMs x tile_m x tile_n x 4 B, 33 MiB for 128x256, allocated once
 per launcher). An empty segment is skipped by both roles (no load, no barrier, no store): the
@@ -185,6 +189,7 @@ from harness.protocol import ConfigSpace, Problem, cdiv
 from harness.tile_cost import (
     HOPPER,
     NARROW,
+    SK_MIN_ITERS,
     SWAP_ALIGN,
     GemmConfig,
     StreamK,
@@ -1112,14 +1117,16 @@ class Gemm:
         k_hi = k_tiles
         slot = cutlass.Int32(-1)
         if unit >= dp_tiles:
-            # Program p covers tail iterations [p*I//P, (p+1)*I//P), less than one tile, so
-            # at most two segments: the rest of the tile it starts in, then the next one.
+            # The first S programs share the tail (S: tail_programs), program p < S its
+            # iterations [p*I//S, (p+1)*I//S), at most one tile, so at most two segments: the
+            # rest of the tile it starts in, then the next one. Programs from S on run none.
             v = unit - dp_tiles
             segment = v // self.programs
             p = v - segment * self.programs
             sk_iters = (tiles - dp_tiles) * k_tiles
-            lo = p * sk_iters // self.programs
-            hi = (p + 1) * sk_iters // self.programs
+            shared = self.tail_programs(tiles - dp_tiles, k_tiles)
+            lo = cutlass.min(p, shared) * sk_iters // shared
+            hi = cutlass.min(p + 1, shared) * sk_iters // shared
             boundary = (lo // k_tiles + 1) * k_tiles
             start = lo
             end = cutlass.min(hi, boundary)
@@ -1133,6 +1140,13 @@ class Gemm:
             slot = v
         row, col = grouped_tile(tile, cl_tiles_m, tiles_n, self.walk_group(cl_tiles_m))
         return row * self.cluster_m + rank_m, col, k_lo, k_hi, slot
+
+    def tail_programs(self, sk_tiles, k_tiles):
+        """The programs that share the stream-K tail (``harness.tile_cost.StreamK.
+        tail_programs``): enough for ``SK_MIN_ITERS`` k-iterations each, at least one a tail
+        tile, at most all."""
+        most = cutlass.min(cutlass.Int32(self.programs), sk_tiles * k_tiles // SK_MIN_ITERS)
+        return cutlass.max(most, sk_tiles)
 
     def walk_group(self, cl_tiles_m):
         """The band height ``grouped_tile`` walks with (``walk_rows``; every row: one band)."""
@@ -1438,10 +1452,11 @@ class Gemm:
         k_tiles = (k + BLOCK_K - 1) // BLOCK_K
         dp_tiles = tiles // programs * programs
         sk_iters = (tiles - dp_tiles) * k_tiles
+        shared = self.tail_programs(tiles - dp_tiles, k_tiles)
         first_it = r * k_tiles
-        # The program covering iteration x is the last p with p * I // P <= x.
-        p_first = ((first_it + 1) * programs - 1) // sk_iters
-        p_last = ((first_it + k_tiles) * programs - 1) // sk_iters
+        # The program covering iteration x is the last p with p * I // S <= x (all below S).
+        p_first = ((first_it + 1) * shared - 1) // sk_iters
+        p_last = ((first_it + k_tiles) * shared - 1) // sk_iters
         if cutlass.const_expr(self.swap):
             # D^T's unit stride runs down the tile's rows: neighbouring threads take
             # neighbouring rows (each its 16-byte vector of the row-major partial), so each of
@@ -1455,8 +1470,8 @@ class Gemm:
         acc = cute.make_rmem_tensor(vec, cutlass.Float32)
         acc.fill(0.0)
         for p in range(p_first, p_last + 1):
-            lo = p * sk_iters // programs
-            if (p + 1) * sk_iters // programs > lo:  # an empty program wrote no partial
+            lo = p * sk_iters // shared
+            if (p + 1) * sk_iters // shared > lo:  # an empty program wrote no partial
                 slot = programs + p  # segment 1: program p started in the tile before
                 if lo >= first_it:
                     slot = p

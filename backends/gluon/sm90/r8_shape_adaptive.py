@@ -34,9 +34,10 @@ Changes from rung 7 (``multi_consumer``):
     order and writes D once per element (deterministic; nothing is zeroed: every element the
     reduction reads was written by exactly one tile of its split);
   * ``stream_k`` (a partial last wave): the programs (one per SM or cluster) take whole tiles
-    for the full waves, then share the tail tiles' k-iterations evenly
-    (``harness.tile_cost.StreamK``, the reference this kernel implements): a program's share
-    is under one tile, so it runs at most two *segments*; each stores its fp32 partial from
+    for the full waves, then the first of them share the tail tiles' k-iterations evenly,
+    as many as give each at least ``SK_MIN_ITERS`` (``harness.tile_cost.StreamK``, the
+    reference this kernel implements): a program's share is at most one tile, so it runs at
+    most two *segments*; each stores its fp32 partial from
     registers into its own workspace slot (no shared memory: the D epilogue's buffers stay
     fp16-sized), an empty segment is skipped by both roles, and ``streamk_reduce_kernel``
     adds each tail tile's partials in program order and writes D (deterministic). The
@@ -125,6 +126,7 @@ from backends.gluon._schedule import grouped_tile
 from harness.protocol import ConfigSpace, KernelConfig, LaunchFn, Problem, cdiv, tma_launch
 from harness.tile_cost import (
     HOPPER,
+    SK_MIN_ITERS,
     GemmConfig,
     StreamK,
     cheapest,
@@ -158,6 +160,9 @@ CONSUMER_REGS = 232  # setmaxnreg.inc for the second consumer warpgroup (of two)
 #: step of 8; the default partition (consumer 0) takes what the two workers leave (168).
 CONSUMER_REGS_3 = 152
 MAX_WORKSPACE_BYTES = 256 << 20  # fp32 partials; the heuristic's splits need < 10 MiB
+#: Stream-K's least share of the tail a program (``harness.tile_cost.SK_MIN_ITERS``), as the
+#: kernels' schedules read it.
+_SK_MIN_ITERS = gl.constexpr(SK_MIN_ITERS)
 REDUCE_BLOCK_N = 512  # the split-K reduction: 4 warps x 32 lanes x 4 columns per row
 SK_REDUCE_BLOCK_M, SK_REDUCE_BLOCK_N = 32, 64  # the stream-K reduction's block of a tile
 
@@ -296,14 +301,16 @@ def _unit(s: Smem, unit):
         tiles = num_tiles_m * num_tiles_n
         dp_tiles = (tiles // programs) * programs
         if unit >= dp_tiles:
-            # Program p covers tail iterations [p*I//P, (p+1)*I//P), less than one tile, so
-            # at most two segments: the rest of the tile it starts in, then the next one.
+            # The first S programs share the tail (S: _tail_programs), program p < S its
+            # iterations [p*I//S, (p+1)*I//S), at most one tile, so at most two segments: the
+            # rest of the tile it starts in, then the next one. Programs from S on run none.
             v = unit - dp_tiles
             segment = v // programs
             p = v - segment * programs
             sk_iters = (tiles - dp_tiles) * k_tiles
-            lo = p * sk_iters // programs
-            hi = (p + 1) * sk_iters // programs
+            shared = _tail_programs(tiles - dp_tiles, k_tiles, programs)
+            lo = gl.minimum(p, shared) * sk_iters // shared
+            hi = gl.minimum(p + 1, shared) * sk_iters // shared
             boundary = (lo // k_tiles + 1) * k_tiles
             start = gl.where(segment == 0, lo, boundary)
             end = gl.where(segment == 0, gl.minimum(hi, boundary), gl.maximum(hi, boundary))
@@ -325,6 +332,13 @@ def _unit(s: Smem, unit):
     else:  # a wide swap's raster m: the column tiles (D's M) of one block of rows first
         tile_n, tile_m = grouped_tile(tile, num_tiles_n, num_tiles_m, s.GROUP_M)
     return tile_m * TILE_M, tile_n * TILE_N, k_lo, k_hi, split, slot
+
+
+@gluon.jit
+def _tail_programs(sk_tiles, k_tiles, programs):
+    """The programs that share the stream-K tail (``harness.tile_cost.StreamK.tail_programs``):
+    enough for ``SK_MIN_ITERS`` k-iterations each, at least one a tail tile, at most all."""
+    return gl.maximum(gl.minimum(programs, sk_tiles * k_tiles // _SK_MIN_ITERS), sk_tiles)
 
 
 # -- producer: one warp issuing TMA ----------------------------------------------------------
@@ -722,6 +736,7 @@ def streamk_reduce_kernel(
     k_tiles = gl.cdiv(K, TILE_K)
     dp_tiles = (tiles // programs) * programs
     sk_iters = (tiles - dp_tiles) * k_tiles
+    shared = _tail_programs(tiles - dp_tiles, k_tiles, programs)
     r = gl.program_id(0)
     if ROWS_FIRST:
         tile_m, tile_n = grouped_tile(dp_tiles + r, num_tiles_m, num_tiles_n, GROUP_M)
@@ -732,13 +747,13 @@ def streamk_reduce_kernel(
     in_tile = gl.expand_dims(rows, 1) * TILE_N + gl.expand_dims(cols, 0)
     in_width = gl.expand_dims(cols < TILE_N, 0)
     first_it = r * k_tiles
-    # The program covering iteration x is the last p with p * I // P <= x.
-    p_first = ((first_it + 1) * programs - 1) // sk_iters
-    p_last = ((first_it + k_tiles) * programs - 1) // sk_iters
+    # The program covering iteration x is the last p with p * I // S <= x (all below S).
+    p_first = ((first_it + 1) * shared - 1) // sk_iters
+    p_last = ((first_it + k_tiles) * shared - 1) // sk_iters
     acc = gl.zeros([BLOCK_M, BLOCK_N], gl.float32, layout)
     for p in range(p_first, p_last + 1):
-        lo = p * sk_iters // programs
-        hi = (p + 1) * sk_iters // programs
+        lo = p * sk_iters // shared
+        hi = (p + 1) * sk_iters // shared
         if hi > lo:  # an empty program wrote no partial
             slot = gl.where(lo >= first_it, p, programs + p)  # segment 0 or 1 of program p
             w = w_ptr + slot.to(gl.int64) * (TILE_M * TILE_N) + in_tile
