@@ -163,7 +163,8 @@ class StreamK:
     (deterministic) and writes D. Why the bound: spread over every program, a tail of two
     tiles of 64 k-iterations gives each about one, and then each stores a whole fp32 partial
     for one k-step of work and the reduction sums 66 of them a tile (an H200 ran 2418x3584x4096
-    in 128x256 tiles so at 49.5 % of cuBLAS; Gluon README, "After seed 449122").
+    in 128x256 tiles so at 49.5 % of cuBLAS, and at 88.7 % with the bound; docs/design.md,
+    "Stream-K").
 
     Work units, as both roles of a program walk them: unit u = p, p + programs, ... below
     ``units``; u < dp_tiles is a whole tile, the others are segment (u - dp_tiles) // programs
