@@ -7,8 +7,9 @@ kernels they can express, not in how they choose. This module holds, once:
 
 * :class:`GemmConfig` — tile M/N per CTA, cluster, swap-AB, split-K, stream-K, raster, group;
 * :class:`StreamK` — the data-parallel + stream-K schedule: whole waves of tiles, then the
-  tail tiles' k-iterations spread evenly over every program, each program's share at most two
-  partial tiles (the reference the kernels and their reduction implement);
+  tail tiles' k-iterations spread evenly over as many programs as give each at least
+  ``SK_MIN_ITERS``, each program's share at most two partial tiles (the reference the kernels
+  and their reduction implement);
 * :class:`TileCostModel` — a config's estimated time: the busiest program's k-steps at the
   tile's MMA rate, the cold operand stream, DRAM, per-unit overheads and the split-K /
   stream-K reduction;
