@@ -835,8 +835,9 @@ class Gemm:
         self.raster_m = (config.raster == "m") != config.swap_ab
         # Non-persistent: as many clusters as there are work units (grid.z bound in _valid).
         self.max_active_clusters = num_sms // config.cluster if config.persistent else MAX_GRID_Z
-        # Stream-K spreads its tail over every program, so its grid is always the full
-        # persistent grid; the schedule, both kernels and the workspace size use this count.
+        # Stream-K's grid is always the full persistent grid (its whole waves need every
+        # program; the tail goes to the first of them): the schedule, both kernels and the
+        # workspace size use this count.
         # So does the grouped walk: a program past the last tile finds no unit and exits.
         self.programs = num_sms // config.cluster
         # A one-CTA config launches without a cluster, as Triton launches one: launched as a
