@@ -13,6 +13,7 @@ choice regret, and the fitted constants to paste into ``harness.tile_cost.HOPPER
 from __future__ import annotations
 
 import dataclasses
+import datetime as _dt
 import math
 import statistics
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -55,11 +56,36 @@ def model_config(values: Mapping[str, Any] | None) -> GemmConfig | None:
     return GemmConfig(**{f: knobs.get(f, _DEFAULTS[f]) for f in _FIELDS})
 
 
+#: Stream-K runs created before this ran the unbounded tail (every program shared it, before
+#: ``SK_MIN_ITERS``; docs/design.md, "Stream-K"): where today's schedule gives the tail to
+#: fewer programs, such a timing is of another kernel, and a fit leaves it out.
+SK_BOUNDED_SINCE = _dt.datetime(2026, 12, 4, 21, 0, tzinfo=_dt.UTC)
+
+
+def _unbounded_tail(doc: Document, problem: Problem, config: GemmConfig) -> bool:
+    """Whether ``doc`` timed stream-K ``config`` on ``problem`` under the schedule before
+    ``SK_MIN_ITERS`` where that schedule differs from today's (``SK_BOUNDED_SINCE``)."""
+    if not config.stream_k:
+        return False
+    try:
+        created = _dt.datetime.fromisoformat(doc.created or "")
+    except ValueError:
+        created = None  # no date: as old as any
+    if created is not None:
+        created = created if created.tzinfo else created.replace(tzinfo=_dt.UTC)
+        if created >= SK_BOUNDED_SINCE:
+            return False
+    sms = int(doc.environment.get("sm_count") or HOPPER.num_sms)
+    sk = config.schedule(problem, sms)
+    return sk.sk_tiles > 0 and sk.tail_programs < sk.programs
+
+
 def samples(docs: Iterable[Document], backends: Sequence[str] | None = None) -> list[Sample]:
     """One sample per (GPU, problem, config as the model sees it) from the timed rung-8 records
     of ``docs``: the median time; where knobs the model cannot see (a backend's own, or raster
     and group) give several records of one model config, the fastest of them. Clusters of more
-    than two CTAs are left out: the model prices one CTA or a pair."""
+    than two CTAs are left out: the model prices one CTA or a pair; so are stream-K timings of
+    the schedule before ``SK_MIN_ITERS`` where today's differs (:data:`SK_BOUNDED_SINCE`)."""
     best: dict[tuple[str, Problem, GemmConfig], Sample] = {}
     for gpu, doc, rec in _timed_rung8(docs, backends):
         shared = model_config(rec.config_values)
@@ -70,6 +96,8 @@ def samples(docs: Iterable[Document], backends: Sequence[str] | None = None) -> 
             # seen as one CTA, its timings would move its tile's efficiency.
             continue
         config = dataclasses.replace(shared, raster="m", group=8)
+        if _unbounded_tail(doc, rec.problem, config):
+            continue
         seconds = rec.median_ms * 1e-3  # type: ignore[operator]
         key = (gpu, rec.problem, config)
         if key not in best or seconds < best[key].seconds:

@@ -66,6 +66,28 @@ def test_samples_leave_out_clusters_the_model_does_not_price() -> None:
     assert sorted(s.config.cluster for s in samples([_doc(*recs)])) == [1, 2]
 
 
+def test_samples_leave_out_stream_k_timed_before_the_tail_was_bounded() -> None:
+    """2418x3584x4096 in 128x256 stream-K tiles: today 16 programs share its two tail tiles,
+    before SK_MIN_ITERS all 132 did, so a timing from then is of another kernel. 1408x3584x14336
+    (22 tail tiles, 37 k-iterations a program) runs the same schedule either way; tiles
+    without stream-K are never left out."""
+    sk = {"tile_m": 128, "tile_n": 256, "cluster": 1, "stream_k": True}
+
+    def rec(m: int, n: int, k: int, **knobs: object) -> BenchRecord:
+        r = dataclasses.replace(_rec(R8, m, 90.0), config_values={**sk, **knobs})
+        return dataclasses.replace(r, problem=Problem(m, n, k))
+
+    recs = [rec(2418, 3584, 4096), rec(1408, 3584, 14336), rec(2418, 3584, 4096, stream_k=False)]
+    old = Document(
+        "bench", {"gpu": "NVIDIA H200", "sm_count": 132}, tuple(recs), "2026-12-04T20:40:00+00:00"
+    )
+    new = dataclasses.replace(old, created="2026-12-04T21:18:12+00:00")
+    kept = {(s.problem.m, s.config.stream_k) for s in samples([old])}
+    assert kept == {(1408, True), (2418, False)}
+    assert len(samples([new])) == 3
+    assert len(samples([dataclasses.replace(old, created=None)])) == 2  # no date: as old
+
+
 def test_the_ceiling_is_per_gpu_and_per_backend() -> None:
     h100 = _doc(_rec(R8, 8192, 97.0), gpu="NVIDIA H100 80GB HBM3")
     lines = ceiling([_doc(_rec(R8, 8192, 101.0)), h100])
