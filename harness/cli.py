@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import datetime as _dt
 import importlib.util
+import re
 import sys
 import time
 from collections.abc import Sequence
@@ -673,14 +674,61 @@ def _cost_model(module: str | None):
     return cost
 
 
+def _with_set(base, pairs: Sequence[str]):
+    """``base`` with ``--set NAME=VALUE`` constants (``eff:RxC``, ``ueff:RxC`` or a scalar of
+    ``TileCostModel``); ValueError naming a malformed or unknown one."""
+    values: dict[str, float] = {}
+    for pair in pairs:
+        name, sep, value = pair.partition("=")
+        try:
+            values[name.strip()] = float(value)
+        except ValueError:
+            sep = ""
+        if not sep:
+            raise ValueError(f"--set {pair!r}: give NAME=NUMBER, e.g. ueff:64x192=0.69")
+    known = set(base.params())
+    scalars = ", ".join(sorted(n for n in known if ":" not in n))
+    for name in values:
+        kind, _, tile = name.partition(":")
+        if kind in ("eff", "ueff") and not re.fullmatch(r"\d+x\d+", tile):
+            raise ValueError(f"--set {name}: a tile's efficiency is {kind}:ROWSxCOLS")
+        if name not in known and kind not in ("eff", "ueff"):
+            raise ValueError(f"--set {name}: no such cost-model constant ({scalars})")
+    return base.with_params(values)
+
+
+def _moves_problems(suites: Sequence[str]):
+    """The problems of ``--moves`` suites: tuning suites only (the picks a fit moves decide
+    what to time next, so a held-out suite would be tuned on)."""
+    from harness.problems import expand, held_out
+
+    for name in suites:
+        if held_out(name):
+            raise ValueError(f"--moves {name}: a held-out suite; list moves on tuning suites")
+    return expand(list(suites))
+
+
 def cmd_fit_cost(args: argparse.Namespace) -> int:
+    import importlib
+
     from harness.fitcost import report
     from harness.results import load_many
     from harness.tune import tuning_docs
 
     try:
+        if args.moves and not args.base:
+            raise ValueError("--moves needs --base MODULE: whose heuristic's picks to move")
+        problems = _moves_problems(args.moves)
         docs = tuning_docs(load_many(args.results, warn=_warn), _warn)
-        base = _cost_model(args.base)
+        current = _cost_model(args.base)
+        base = _with_set(current, args.set)
+        heuristic = None
+        if args.moves:
+            heuristic = getattr(importlib.import_module(args.base), "_heuristic", None)
+            if heuristic is None:
+                raise ValueError(f"--base {args.base}: no _heuristic(problem, model) to move")
+        parts = (args.base or "").split(".")
+        kernel = "/".join(parts[1:]) if parts[0] == "backends" else (args.base or "")
         text = report(
             docs,
             backends=args.backend or None,
@@ -689,6 +737,10 @@ def cmd_fit_cost(args: argparse.Namespace) -> int:
             base=base,
             only=tuple(args.only),
             min_problems=args.min_problems,
+            heuristic=heuristic,
+            moves_over=problems,
+            kernel=kernel,
+            current=current,
         )
     except ValueError as e:
         raise UsageError(str(e)) from None
@@ -978,6 +1030,24 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="N",
         help="a tile timed on fewer problems keeps the base's (interpolated) efficiency "
         "instead of one fitted to so few timings (default 1: every timed tile is fitted)",
+    )
+    p.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="start from the base with this constant set (repeatable), e.g. ueff:64x192=0.69: "
+        "names an unswapped tile's own efficiency, so --only 'ueff:*' fits it and the "
+        "heuristic may pick it",
+    )
+    p.add_argument(
+        "--moves",
+        action="append",
+        default=[],
+        metavar="SUITE",
+        help="with --base: list the picks of the base module's heuristic the fitted constants "
+        "move over this tuning suite (repeatable), those timed both ways and the bench "
+        "commands that would time the rest",
     )
     p.set_defaults(fn=cmd_fit_cost)
     return ap

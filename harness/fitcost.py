@@ -16,7 +16,8 @@ import dataclasses
 import datetime as _dt
 import math
 import statistics
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from harness.gemm import Problem
@@ -35,7 +36,10 @@ from harness.tile_cost import (
     named,
 )
 
-__all__ = ["ceiling", "model_config", "own_choice", "report", "samples"]
+__all__ = ["ceiling", "model_config", "moves", "own_choice", "report", "samples"]
+
+#: A rung-8 module's heuristic priced by a given model (``_heuristic(problem, model)``).
+Heuristic = Callable[[Problem, TileCostModel], GemmConfig]
 
 _FIELDS = tuple(f.name for f in dataclasses.fields(GemmConfig))
 #: Records written before the shared vocabulary (Gluon's rung 8 named the tile block_m x
@@ -223,6 +227,63 @@ def _by_band(values: Iterable[tuple[Problem, float]]) -> Iterator[tuple[str, lis
             yield (f"M {lo}-{hi}" if hi else f"M > {lo - 1}"), band
 
 
+def _as_timed(config: GemmConfig) -> GemmConfig:
+    """``config`` as :func:`samples` keys its timings (shared knobs, raster m, group 8)."""
+    shared = model_config(dataclasses.asdict(config))
+    assert shared is not None  # a rung-8 config always has the shared knobs
+    return dataclasses.replace(shared, raster="m", group=8)
+
+
+def moves(
+    heuristic: Heuristic,
+    base: TileCostModel,
+    fitted: TileCostModel,
+    problems: Iterable[Problem],
+    data: Sequence[Sample],
+    kernel: str,
+) -> list[str]:
+    """The picks ``fitted`` moves against ``base`` over ``problems`` (tuning shapes): how many
+    and from what to what; where a run timed both configs, the new pick's time over the old
+    (per GPU); and, for the rest, the ``bench`` commands that would time them: what a tuning
+    run should measure before the fitted constants are taken."""
+    timed: dict[Problem, dict[str, dict[GemmConfig, float]]] = {}
+    for s in data:
+        timed.setdefault(s.problem, {}).setdefault(s.gpu, {})[s.config] = s.seconds
+    problems = list(dict.fromkeys(problems))
+    moved = [
+        (p, a, b) for p in problems if (a := heuristic(p, base)) != (b := heuristic(p, fitted))
+    ]
+    lines = [f"picks the fitted constants move: {len(moved)} of {len(problems)} tuning problems"]
+    kinds = Counter((a.label, b.label) for _, a, b in moved)
+    lines += [f"    {n:4d} x {a} -> {b}" for (a, b), n in kinds.most_common()]
+    both: list[tuple[Problem, str, float]] = []
+    untimed: dict[str, list[Problem]] = {}
+    for p, a, b in moved:
+        pairs = [
+            (gpu, t[_as_timed(b)] / t[_as_timed(a)])
+            for gpu, t in sorted(timed.get(p, {}).items())
+            if _as_timed(a) in t and _as_timed(b) in t
+        ]
+        both += [(p, gpu, r) for gpu, r in pairs]
+        if not pairs:
+            untimed.setdefault(str(b), []).append(p)
+    if both:
+        ratios = [r for _, _, r in both]
+        worse = [f"{p.key} {r:.3f}" for p, _, r in sorted(both, key=lambda x: -x[2]) if r > 1]
+        lines.append(
+            f"timed both ways: {len(both)}; new pick's time / old's geomean "
+            f"{math.exp(statistics.mean(map(math.log, ratios))):.3f}; slower: "
+            + (", ".join(worse) or "none")
+        )
+    if untimed:
+        lines.append(f"not timed both ways ({sum(map(len, untimed.values()))}), to time next:")
+        for config, ps in untimed.items():
+            suites = " ".join(f"--suite {p.m}x{p.n}x{p.k}" for p in ps)
+            bench = f"python -m harness bench --kernel {kernel} --config own --config {config}"
+            lines.append(f"    {bench} {suites}")
+    return lines
+
+
 def report(
     docs: Sequence[Document],
     backends: Sequence[str] | None = None,
@@ -231,11 +292,18 @@ def report(
     base: TileCostModel = HOPPER,
     only: Sequence[str] = (),
     min_problems: int = 1,
+    heuristic: Heuristic | None = None,
+    moves_over: Sequence[Problem] = (),
+    kernel: str = "",
+    current: TileCostModel | None = None,
 ) -> str:
     """The text ``fit-cost`` prints (ValueError when the documents hold no rung-8 timing).
     ``base`` is the model the fit starts from (a backend's ``COST``), ``only`` the constants
     it fits and ``min_problems`` the problems a tile needs for an efficiency of its own
-    (``tile_cost.fit``); the report's last line says which."""
+    (``tile_cost.fit``); the report's last line says which. With ``heuristic`` (the base
+    module's) and ``moves_over`` (tuning problems), it ends with :func:`moves`: the picks the
+    fitted constants would move against ``current`` (the module's constants as they stand;
+    default ``base``), and how to time them (``kernel``: the module's kernel id)."""
     data = samples(docs, backends)
     if not data:
         raise ValueError(
@@ -295,6 +363,8 @@ def report(
             f"(timed on fewer than {min_problems} problems, so not fitted: "
             f"{', '.join(few) or 'none'})"
         )
+    if heuristic is not None and moves_over:
+        lines += moves(heuristic, current or base, fitted, moves_over, data, kernel)
     return "\n".join(lines)
 
 

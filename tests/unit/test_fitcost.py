@@ -8,12 +8,13 @@ import math
 
 import pytest
 
-from harness.fitcost import M_BANDS, ceiling, held_out_weighted, own_choice, samples
+from harness.fitcost import M_BANDS, ceiling, held_out_weighted, moves, own_choice, samples
 from harness.gemm import Problem
 from harness.problems import held_out_m_share, random_shapes
 from harness.protocol import KernelSpec, Rung
 from harness.records import BenchRecord, Stats, Status
 from harness.results import Document
+from harness.tile_cost import HOPPER, GemmConfig, Sample, TileCostModel
 
 R8 = KernelSpec("gluon", "r8", Rung.SHAPE_ADAPTIVE, "sm_90a", "d", module="tmp.r8")
 R7 = KernelSpec("gluon", "r7", Rung.MULTI_CONSUMER, "sm_90a", "d", module="tmp.r7")
@@ -86,6 +87,37 @@ def test_samples_leave_out_stream_k_timed_before_the_tail_was_bounded() -> None:
     assert kept == {(1408, True), (2418, False)}
     assert len(samples([new])) == 3
     assert len(samples([dataclasses.replace(old, created=None)])) == 2  # no date: as old
+
+
+def test_moves_lists_the_picks_fitted_constants_move_and_how_to_time_the_rest() -> None:
+    """A heuristic that picks 64x192 where the model prices it above 0.6, else 128x128 pairs:
+    raising the price moves every problem; one was timed both ways (slower: named), the others
+    come out as one bench command per new config."""
+    wide, pair = GemmConfig(64, 192, 1), GemmConfig(128, 128, 2)
+
+    def heuristic(problem: Problem, model: TileCostModel) -> GemmConfig:
+        return wide if model.unswapped_efficiency.get((64, 192), 0.0) > 0.6 else pair
+
+    old = HOPPER.with_params({"ueff:64x192": 0.5})
+    new = old.with_params({"ueff:64x192": 0.7})
+    a, b, c = Problem(207, 6144, 4096), Problem(555, 8192, 8192), Problem(231, 6144, 4096)
+    data = [
+        Sample(b, pair, 1.0, gpu="H200"),
+        Sample(b, wide, 1.2, gpu="H200"),
+        Sample(a, pair, 1.0, gpu="H200"),  # the new pick untimed: to time
+    ]
+    lines = moves(heuristic, old, new, [a, b, c, a], data, "gluon/sm90/r8_shape_adaptive")
+    assert lines[0] == "picks the fitted constants move: 3 of 3 tuning problems"
+    assert lines[1].split() == ["3", "x", "128x128", "c2", "->", "64x192"]
+    assert "timed both ways: 1" in lines[2] and "555x8192x8192-fp16 1.200" in lines[2]
+    assert lines[3].startswith("not timed both ways (2)")
+    assert lines[4].strip() == (
+        "python -m harness bench --kernel gluon/sm90/r8_shape_adaptive --config own --config "
+        f"{wide} --suite 207x6144x4096 --suite 231x6144x4096"
+    )
+    assert moves(heuristic, new, new, [a], data, "k") == [
+        "picks the fitted constants move: 0 of 1 tuning problems"
+    ]
 
 
 def test_the_ceiling_is_per_gpu_and_per_backend() -> None:
@@ -185,3 +217,21 @@ def test_a_held_out_suite_weighed_by_band_reads_as_an_average_draw() -> None:
     got = held_out_weighted(values)
     assert got == pytest.approx(want) and got < plain - 0.01
     assert held_out_weighted(values[:-1]) is None  # nothing above M = 4096
+
+
+def test_fit_cost_set_names_the_constant_it_cannot_take() -> None:
+    """``fit-cost --set``: a tile's own efficiency is declared (so ``--only 'ueff:*'`` fits
+    it); a malformed pair, a tile name that is no tile or an unknown scalar is a one-line
+    error naming it."""
+    from harness.cli import _with_set
+
+    model = _with_set(HOPPER, ["ueff:64x192=0.69", "launch_s=4e-6"])
+    assert model.unswapped_efficiency[(64, 192)] == 0.69 and model.launch_s == 4e-6
+    for bad, message in (
+        ("ueff:64x192", "give NAME=NUMBER"),
+        ("ueff:64x192=high", "give NAME=NUMBER"),
+        ("ueff:wide=0.7", "ueff:ROWSxCOLS"),
+        ("launch=1e-6", "no such cost-model constant"),
+    ):
+        with pytest.raises(ValueError, match=message):
+            _with_set(HOPPER, [bad])

@@ -178,6 +178,7 @@ def test_tuning_leaves_evaluated_shapes_out_of_kept_runs() -> None:
         ["bench", "--tune", "--suite", "random:7", "--device", "cpu"],
         ["tune-table", "HELD"],
         ["fit-cost", "HELD"],
+        ["fit-cost", "HELD", "--base", "harness.tile_cost", "--moves", "random:7"],
     ],
 )
 def test_the_cli_refuses_to_tune_on_held_out_suites(args: list[str], tmp_path: Path) -> None:

@@ -193,6 +193,7 @@ from harness.tile_cost import (
     SWAP_ALIGN,
     GemmConfig,
     StreamK,
+    TileCostModel,
     cheapest,
     explain,
     heuristic_allows,
@@ -647,7 +648,7 @@ def _ranked(problem: Problem) -> list[R8Config]:
     return ranked(problem, MENU, _valid, variant=_variant, block_k=BLOCK_K, model=COST)
 
 
-def _heuristic(problem: Problem) -> R8Config:
+def _heuristic(problem: Problem, model: TileCostModel = COST) -> R8Config:
     """The cheapest config (``harness.tile_cost``) among the non-variants that
     ``heuristic_allows`` (swap-AB at M <= 64 < N with the narrowest cover, always at M <= 32,
     at M 33..64 against unswapped tiles wider than 64; at M 65..95 no unsplit unswapped tile;
@@ -665,14 +666,16 @@ def _heuristic(problem: Problem) -> R8Config:
     swap where its tiles fill two waves or more, the last to 90 % or more; at M 1024-5120 a
     swapped tile of ``_transposes`` (``harness.tile_cost.whole_wave_transpose``) replaces an
     unswapped pick wasting 10 % of its waves' SM time or more (idle or past M and N), where
-    its own fill 95 % of theirs and waste 3 points less."""
+    its own fill 95 % of theirs and waste 3 points less. ``model`` prices the configs
+    (``COST``; ``fit-cost --moves`` passes fitted constants to list the picks they would
+    move)."""
 
     allowed = functools.partial(_allowed, problem)
-    pick = cheapest(problem, MENU, _valid, allowed, block_k=BLOCK_K, model=COST)
+    pick = cheapest(problem, MENU, _valid, allowed, block_k=BLOCK_K, model=model)
     whole = whole_wave_swap(problem, pick, 192, ROWS_192_WHOLE)
     if whole in MENU and _valid(problem, whole) is None and _structurally_allowed(problem, whole):
         return whole
-    seconds = functools.partial(COST.seconds, problem, block_k=BLOCK_K)
+    seconds = functools.partial(model.seconds, problem, block_k=BLOCK_K)
     transposed = whole_wave_transpose(problem, pick, _transposes(problem), seconds)
     return transposed or split_cover(problem, pick) or pick
 

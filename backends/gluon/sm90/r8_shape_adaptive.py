@@ -129,6 +129,7 @@ from harness.tile_cost import (
     SK_MIN_ITERS,
     GemmConfig,
     StreamK,
+    TileCostModel,
     cheapest,
     explain,
     heuristic_allows,
@@ -1033,13 +1034,13 @@ COST = HOPPER.with_params(
 )
 
 
-def _variant(problem: Problem, config: R8Config) -> bool:
+def _variant(problem: Problem, config: R8Config, model: TileCostModel = COST) -> bool:
     """Knobs the cost model cannot see, set otherwise than the heuristic would: group 16, or
     a wide swap's raster other than ``heuristic_raster``'s; and an unswapped two-box tile no
     tuning run has given an efficiency of its own (``ueff:`` in ``COST``: the wide swap of its
     size, whose ``eff:`` it would take, runs at another rate), tune-only until one has."""
     tile = (config.tile_m, config.tile_n)
-    unpriced = not config.swap_ab and config.boxes[1] > 0 and tile not in COST.unswapped_efficiency
+    unpriced = not config.swap_ab and config.boxes[1] > 0 and tile not in model.unswapped_efficiency
     return unpriced or config.group != 8 or config.raster != heuristic_raster(problem, config)
 
 
@@ -1049,7 +1050,7 @@ def _ranked(problem: Problem) -> list[R8Config]:
     return ranked(problem, MENU, _valid, variant=_variant, block_k=BLOCK_K, model=COST)
 
 
-def _heuristic(problem: Problem) -> R8Config:
+def _heuristic(problem: Problem, model: TileCostModel = COST) -> R8Config:
     """The cheapest config (``harness.tile_cost``) among those ``heuristic_allows``: swap-AB
     at M <= 64 < N (always at M <= 32, at M 33..64 against unswapped tiles wider than 64), no
     unsplit unswapped tile at M 65..95, narrow tiles only as the cover of the short side,
@@ -1061,14 +1062,16 @@ def _heuristic(problem: Problem) -> R8Config:
     swap split two ways (``harness.tile_cost.unsplit_twin``); then a 192-row swapped tile in
     place of a stream-K wide swap where its tiles fill two waves or more, the last to 90 %
     (``harness.tile_cost.whole_wave_swap``), else ``_one_box_wider``. Ties go to the larger
-    tile, then to cluster 2 (rung 7 at large M x N), then to no split and no stream-K."""
+    tile, then to cluster 2 (rung 7 at large M x N), then to no split and no stream-K.
+    ``model`` prices the configs (``COST``; ``fit-cost --moves`` passes fitted constants to
+    list the picks they would move, an unswapped two-box tile pickable where it names one)."""
 
-    allowed = functools.partial(_allowed, problem)
+    allowed = functools.partial(_allowed, problem, model=model)
 
     def takes(c: R8Config | None) -> bool:  # a rule's replacement, if the heuristic allows it
         return c is not None and c in MENU and _valid(problem, c) is None and allowed(c)
 
-    pick = cheapest(problem, MENU, _valid, allowed, block_k=BLOCK_K, model=COST)
+    pick = cheapest(problem, MENU, _valid, allowed, block_k=BLOCK_K, model=model)
     unsplit = unsplit_twin(problem, pick)
     if takes(unsplit):
         pick = unsplit
@@ -1085,10 +1088,10 @@ def _heuristic(problem: Problem) -> R8Config:
 SHORT_K_SPLIT_ROWS = 16
 
 
-def _allowed(problem: Problem, c: R8Config) -> bool:
+def _allowed(problem: Problem, c: R8Config, model: TileCostModel = COST) -> bool:
     """The heuristic's rules (``_heuristic``): what it may pick before the model ranks."""
     return (
-        not _variant(problem, c)
+        not _variant(problem, c, model)
         and one_wave_rows(problem, c, 192, ROWS_192_PICKED)
         and heuristic_allows(
             problem,
