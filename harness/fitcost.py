@@ -84,6 +84,14 @@ def _unbounded_tail(doc: Document, problem: Problem, config: GemmConfig) -> bool
     return sk.sk_tiles > 0 and sk.tail_programs < sk.programs
 
 
+def _as_timed(config: GemmConfig) -> GemmConfig:
+    """``config`` as :func:`samples` keys its timings: the shared knobs only (a backend's own
+    dropped), raster m and group 8 (knobs the model cannot see)."""
+    shared = model_config(dataclasses.asdict(config))
+    assert shared is not None  # a GemmConfig always has the shared knobs
+    return dataclasses.replace(shared, raster="m", group=8)
+
+
 def samples(docs: Iterable[Document], backends: Sequence[str] | None = None) -> list[Sample]:
     """One sample per (GPU, problem, config as the model sees it) from the timed rung-8 records
     of ``docs``: the median time; where knobs the model cannot see (a backend's own, or raster
@@ -99,7 +107,7 @@ def samples(docs: Iterable[Document], backends: Sequence[str] | None = None) -> 
             # No constant prices a cluster of four yet (CuTeDSL's tune-only swapped clusters):
             # seen as one CTA, its timings would move its tile's efficiency.
             continue
-        config = dataclasses.replace(shared, raster="m", group=8)
+        config = _as_timed(shared)
         if _unbounded_tail(doc, rec.problem, config):
             continue
         seconds = rec.median_ms * 1e-3  # type: ignore[operator]
@@ -227,13 +235,6 @@ def _by_band(values: Iterable[tuple[Problem, float]]) -> Iterator[tuple[str, lis
             yield (f"M {lo}-{hi}" if hi else f"M > {lo - 1}"), band
 
 
-def _as_timed(config: GemmConfig) -> GemmConfig:
-    """``config`` as :func:`samples` keys its timings (shared knobs, raster m, group 8)."""
-    shared = model_config(dataclasses.asdict(config))
-    assert shared is not None  # a rung-8 config always has the shared knobs
-    return dataclasses.replace(shared, raster="m", group=8)
-
-
 def moves(
     heuristic: Heuristic,
     base: TileCostModel,
@@ -259,10 +260,11 @@ def moves(
     both: list[tuple[Problem, str, float]] = []
     untimed: dict[str, list[Problem]] = {}
     for p, a, b in moved:
+        old, new = _as_timed(a), _as_timed(b)
         pairs = [
-            (gpu, t[_as_timed(b)] / t[_as_timed(a)])
+            (gpu, t[new] / t[old])
             for gpu, t in sorted(timed.get(p, {}).items())
-            if _as_timed(a) in t and _as_timed(b) in t
+            if old in t and new in t
         ]
         both += [(p, gpu, r) for gpu, r in pairs]
         if not pairs:
