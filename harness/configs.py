@@ -40,6 +40,7 @@ __all__ = [
     "current_gpu_name",
     "gpu_slug",
     "parse_pairs",
+    "quiet_knob",
     "resolve_config",
     "tuned_table_path",
 ]
@@ -92,7 +93,9 @@ OWN_CHOICE = "own"
 def check_request(menu: list[str] | tuple[str, ...], request: str) -> str | None:
     """None if ``request`` (a name, ``k=v`` overrides or ``OWN_CHOICE``) can match an entry of
     ``menu`` (config names), else why not. Works on names alone, so the harness can refuse a
-    bad ``--config`` before any kernel (or DSL) is loaded for a run."""
+    bad ``--config`` before any kernel (or DSL) is loaded for a run. A knob some names leave
+    out (a ``quiet_knob`` at its default) matches any value in those: the kernel's own check
+    (``resolve_config``) has the last word."""
     if request == OWN_CHOICE:
         return None
     try:
@@ -100,10 +103,11 @@ def check_request(menu: list[str] | tuple[str, ...], request: str) -> str | None
     except ValueError as e:
         return f"{e}, e.g. {menu[0]}"
     entries = [parse_pairs(m) for m in menu]
-    unknown = sorted(set(want) - set(entries[0]))
+    knobs = list(dict.fromkeys(k for e in entries for k in e))
+    unknown = sorted(set(want) - set(knobs))
     if unknown:
-        return f"unknown knob(s) {', '.join(unknown)}; the knobs are {', '.join(entries[0])}"
-    if not any(all(e.get(k) == v for k, v in want.items()) for e in entries):
+        return f"unknown knob(s) {', '.join(unknown)}; the knobs are {', '.join(knobs)}"
+    if not any(all(e.get(k, v) == v for k, v in want.items()) for e in entries):
         return f"no config on the menu has {request}; {_nearest(menu, want)}"
     return None
 
@@ -120,15 +124,36 @@ def _nearest(menu: Sequence[str], want: dict[str, str], count: int = 3) -> str:
     return f"{len(menu)} entries, the nearest: {'; '.join(best)}"
 
 
+#: Field metadata key of a knob whose default value stays out of ``KernelConfig.name``.
+QUIET = "gemm_study_quiet_default"
+
+
+def quiet_knob(default: Any) -> Any:
+    """A knob declared after results named its config: at ``default`` it stays out of the
+    name, so every name written before it existed still names the same config (and a tuned
+    table's or a results file's name still matches); at any other value it is named."""
+    return dataclasses.field(default=default, metadata={QUIET: True})
+
+
 class KernelConfig:
     """Base of a kernel's config dataclass (declare it ``@dataclass(frozen=True)``).
 
     Knobs are ints, strs or bools. The name is derived from the values, field by field, so a
-    name in a results file, a tuned table or on the command line always means the same knobs.
+    name in a results file, a tuned table or on the command line always means the same knobs
+    (a ``quiet_knob`` at its default is left out; ``full_name`` names every knob).
     """
 
     @property
     def name(self) -> str:
+        return ",".join(
+            f"{f.name}={_format(getattr(self, f.name))}"
+            for f in self._fields()
+            if not (f.metadata.get(QUIET) and getattr(self, f.name) == f.default)
+        )
+
+    @property
+    def full_name(self) -> str:
+        """Every knob's ``k=v``, quiet ones at their default too."""
         return ",".join(f"{f.name}={_format(getattr(self, f.name))}" for f in self._fields())
 
     def values(self) -> dict[str, Any]:
@@ -140,7 +165,9 @@ class KernelConfig:
         return dataclasses.fields(self)
 
     def with_overrides(self, text: str) -> KernelConfig:
-        """This config with the knobs named in ``text`` (``k=v[,k=v...]``) replaced."""
+        """This config with the knobs named in ``text`` (``k=v[,k=v...]``) replaced. A
+        ``text`` that names every knob but quiet ones (a config's ``name``) means those at
+        their defaults."""
         known = self.values()
         pairs = parse_pairs(text)
         unknown = sorted(set(pairs) - set(known))
@@ -150,6 +177,9 @@ class KernelConfig:
                 f"{', '.join(known)} (e.g. {self.name})"
             )
         changes = {k: _coerce(v, known[k], k) for k, v in pairs.items()}
+        quiet = [f for f in self._fields() if f.metadata.get(QUIET)]
+        if quiet and set(known) - {f.name for f in quiet} <= set(pairs):
+            changes = {f.name: f.default for f in quiet} | changes
         return dataclasses.replace(self, **changes)  # type: ignore[type-var]
 
     def __str__(self) -> str:

@@ -46,16 +46,23 @@ _FIELDS = tuple(f.name for f in dataclasses.fields(GemmConfig))
 #: block_n; neither rung 8 had stream-K, so a missing knob reads as its default).
 _LEGACY_NAMES = {"block_m": "tile_m", "block_n": "tile_n"}
 _DEFAULTS = {f.name: f.default for f in dataclasses.fields(GemmConfig)}
+#: A backend's own knobs that change the kernel a tile runs, at the value the shared cost
+#: model prices: a timing at another value is of another kernel (Gluon's ``a_operand=regs``,
+#: A in registers: a variant until timed; backends/gluon/README.md, "Twenty-third version").
+_PRICED_KNOBS = {"a_operand": "smem"}
 
 
 def model_config(values: Mapping[str, Any] | None) -> GemmConfig | None:
     """A record's ``config_values`` in the shared vocabulary: legacy names mapped, knobs the
     record predates at their defaults, a backend's own knobs dropped; None for a config of
-    another vocabulary (or none)."""
+    another vocabulary (or none), or one whose own knobs run another kernel than the model
+    prices (``_PRICED_KNOBS``)."""
     if not values:
         return None
     knobs = {_LEGACY_NAMES.get(k, k): v for k, v in values.items()}
     if not {"tile_m", "tile_n", "cluster"} <= set(knobs):
+        return None
+    if any(knobs.get(k, v) != v for k, v in _PRICED_KNOBS.items()):
         return None
     return GemmConfig(**{f: knobs.get(f, _DEFAULTS[f]) for f in _FIELDS})
 

@@ -29,6 +29,7 @@ from harness.configs import (
     KernelConfig,
     TunedTable,
     current_gpu_name,
+    quiet_knob,
     tuned_table_path,
 )
 from harness.gemm import DTYPES, Problem, cdiv, element_size, k_alignment_reason, validate_k
@@ -53,6 +54,7 @@ __all__ = [
     "current_gpu_name",
     "element_size",
     "k_alignment_reason",
+    "quiet_knob",
     "rung_specs",
     "spec_of_module",
     "tma_launch",

@@ -17,6 +17,7 @@ from harness.configs import (
     TunedEntry,
     TunedTable,
     check_request,
+    quiet_knob,
     resolve_config,
     tune_candidates,
     tuned_table_path,
@@ -120,6 +121,40 @@ def test_a_name_older_than_a_knob_means_that_knob_at_its_default(kernel_module: 
     assert space.by_name("not a name") is None
     _table(kernel_module, "NVIDIA H200", {P.key: "group=4,raster=n"})
     assert space.select("x/r7", P, "NVIDIA H200") == Knobs(4, "n", True)
+
+
+@dataclass(frozen=True)
+class Later(Knobs):
+    """``Knobs`` with a knob declared after results named its configs."""
+
+    operand: str = quiet_knob("smem")
+
+
+def test_a_quiet_knob_at_its_default_stays_out_of_the_name(kernel_module: str) -> None:
+    """A quiet knob leaves every earlier name naming the same config: out of ``name`` at its
+    default (in ``full_name`` always), named otherwise; a full name without it means its
+    default even over a base that sets it, while a partial override keeps the base's; menus
+    and tuned tables find both twins by name, and ``--config`` checks know the knob from the
+    names that give it."""
+    plain, regs = Later(4, "n"), Later(4, "n", operand="regs")
+    assert plain.name == Knobs(4, "n").name == "group=4,raster=n,fast=1"
+    assert plain.full_name == "group=4,raster=n,fast=1,operand=smem"
+    assert regs.name == regs.full_name == "group=4,raster=n,fast=1,operand=regs"
+    assert regs.with_overrides(plain.name) == plain  # a full name: the quiet knob's default
+    assert regs.with_overrides("group=8") == Later(8, "n", operand="regs")  # partial: kept
+    assert Later().with_overrides(regs.name) == regs
+    space = ConfigSpace((plain, regs), lambda p: plain, module=kernel_module)
+    assert space.by_name(plain.name) == plain and space.by_name(regs.name) == regs
+    _table(kernel_module, "NVIDIA H200", {P.key: regs.name})
+    assert space.select("x/r7", P, "NVIDIA H200") == regs
+    names = [plain.name, regs.name]  # what a worker declares
+    assert check_request(names, "operand=regs") is None
+    assert check_request(names, "operand=smem") is None
+    assert check_request(names, plain.name) is None
+    assert "no config on the menu has group=16,operand=regs" in check_request(
+        names, "group=16,operand=regs"
+    )
+    assert "unknown knob(s) colour" in check_request(names, "colour=red")
 
 
 def test_reason_says_why_the_selection_chose_a_config(kernel_module: str) -> None:

@@ -67,6 +67,18 @@ def test_samples_leave_out_clusters_the_model_does_not_price() -> None:
     assert sorted(s.config.cluster for s in samples([_doc(*recs)])) == [1, 2]
 
 
+def test_samples_leave_out_a_backends_own_kernel_variants() -> None:
+    """A config whose own knobs run another kernel than the model prices (Gluon's A in
+    registers) is no sample of its tile; the same tile with the knob at its priced value, or
+    without it (records older than the knob), is."""
+    knobs = {"tile_m": 64, "tile_n": 160, "cluster": 1, "swap_ab": True}
+    recs = [
+        dataclasses.replace(_rec(R8, m, 90.0), config_values={**knobs, **extra})
+        for m, extra in ((200, {}), (300, {"a_operand": "smem"}), (400, {"a_operand": "regs"}))
+    ]
+    assert sorted(s.problem.m for s in samples([_doc(*recs)])) == [200, 300]
+
+
 def test_samples_leave_out_stream_k_timed_before_the_tail_was_bounded() -> None:
     """2418x3584x4096 in 128x256 stream-K tiles: today 16 programs share its two tail tiles,
     before SK_MIN_ITERS all 132 did, so a timing from then is of another kernel. 1408x3584x14336
