@@ -9,6 +9,7 @@ fails. Spills are read with the ptxas Triton bundles, so they are always known.
 
 from __future__ import annotations
 
+import dataclasses
 import random
 import re
 
@@ -255,6 +256,32 @@ def _r8_cases():
             Problem(500, 16384, 4096, "bf16"),
             dict(tile_n=256, swap_ab=True, stream_k=True),
         ),
+        # A in registers (a_operand=regs): one consumer at the widest swap and unswapped, two
+        # at the widest ptxas pipelines (no register reallocation), cluster 2, split, bf16
+        "regs-wide-64x192-c1": (
+            Problem(179, 6144, 6144),
+            dict(tile_m=64, tile_n=192, a_operand="regs", **swap),
+        ),
+        "regs-wide-64x72-c1-bf16": (
+            Problem(100, 6144, 5120, "bf16"),
+            dict(tile_m=64, tile_n=72, a_operand="regs", **swap),
+        ),
+        "regs-64x160-c1": (
+            Problem(2607, 5120, 4096),
+            dict(tile_m=64, tile_n=160, a_operand="regs", **c1),
+        ),
+        "regs-wide-128x136-c1": (
+            Problem(404, 10240, 8192),
+            dict(tile_n=136, a_operand="regs", **swap),
+        ),
+        "regs-wide-split2-128x80-c1": (
+            Problem(68, 6144, 16384),
+            dict(tile_n=80, split_k=2, a_operand="regs", **swap),
+        ),
+        "regs-wide-128x72-c2": (
+            Problem(201, 10240, 8192),
+            dict(tile_n=72, swap_ab=True, a_operand="regs"),
+        ),
     }
     return [pytest.param(p, o, id=name) for name, (p, o) in shapes.items()]
 
@@ -269,10 +296,17 @@ def _r8_config(kernel, problem, knobs):
 @pytest.mark.parametrize(("problem", "knobs"), _r8_cases())
 def test_r8_code_paths(problem, knobs):
     """Each code path compiles and has the instructions (and only those) it needs: the wgmma
-    width of its tile; TMA multicast, a cluster launch and remote barrier arrives only with
-    cluster 2; the second consumer warpgroup's ``setmaxnreg 232`` only with two consumers, 152
-    with three (192 rows); a transposing ``stmatrix`` only with swap-AB (fp16/bf16 out); no
-    atomics anywhere (split-K is deterministic); no spills; shared memory within 227 KiB."""
+    width of its tile, one k-step of them in flight and no wgmma serialized by ptxas; A from
+    shared memory, or from registers ``ldmatrix`` filled (``a_operand=regs``); TMA multicast,
+    a cluster launch and remote barrier arrives only with cluster 2; the second consumer
+    warpgroup's ``setmaxnreg 232`` only with two consumers (not with A in registers: no
+    reallocation), 152 with three (192 rows); a transposing ``stmatrix`` only with swap-AB
+    (fp16/bf16 out); no atomics anywhere (split-K is deterministic); no spills; shared memory
+    within 227 KiB."""
+    from triton import knobs as triton_knobs
+
+    from harness.toolchain import run_ptxas
+
     r8 = _r8()
     kernel = r8.KERNEL
     config = _r8_config(kernel, problem, knobs)
@@ -286,6 +320,18 @@ def test_r8_code_paths(problem, knobs):
     # two for a two-box tile (each box's wgmma commits its own)
     in_flight = set(re.findall(r"wgmma\.wait_group\.sync\.aligned\s+(\d+)", ptx)) - {"0"}
     assert in_flight == {"2" if config.boxes[1] else "1"}, config.name
+    # ... and ptxas keeps it so: no wgmma serialized (C7510-C7515), which it does silently to
+    # register-A wgmmas it cannot keep in flight (backends.gluon._workarounds, defect 1)
+    log = run_ptxas(ptx, "sm_90a", ptxas=triton_knobs.nvidia.ptxas_blackwell.path).log
+    assert "serialized" not in log, (config.name, log)
+    # A's operand: a shared-memory descriptor, or (a_operand=regs) registers that one ldmatrix
+    # x4 per 16 k-columns filled (a 64x16 slice a warpgroup) in each of the k-loop's four
+    # copies (the first step, the pair of steps, the step an even count leaves)
+    a_ops = re.findall(r"wgmma\.mma_async\.sync\.aligned\.\S+ \{[^}]*\}, (\S)", ptx)
+    regs = config.a_operand == "regs"
+    assert a_ops and set(a_ops) == ({"{"} if regs else {"%"}), config.name
+    loads = len(re.findall(r"ldmatrix\.sync\.aligned\.m8n8\.x4\.shared\.b16", ptx))
+    assert loads == (4 * config.num_consumers * r8.BLOCK_K // 16 if regs else 0), (config, loads)
     stores = re.findall(r"cp\.async\.bulk\.tensor\.2d\.global\.shared::cta", ptx)  # TMA store
     assert stores
     if config.swap_ab and config.split_k == 1:  # one store per box per consumer
@@ -295,13 +341,15 @@ def test_r8_code_paths(problem, knobs):
         assert len(stores) in {len(widths) * n for n in copies}, config.name
     if not config.swap_ab and config.boxes[1]:  # an unswapped two-box tile: both D boxes
         assert len(stores) == 2 * config.num_consumers, config.name
-    assert re.search(r"setmaxnreg\.dec\.sync\.aligned\.u32\s+40;", ptx)
+    # register reallocation, except two consumers with A in registers (defect 1 again)
+    realloc = not (regs and config.num_consumers == 2)
+    assert bool(re.search(r"setmaxnreg\.dec\.sync\.aligned\.u32\s+40;", ptx)) == realloc
     two = config.cluster == 2
     assert bool(re.search(r"cp\.async\.bulk\.tensor\.2d\.shared::cluster.*multicast", ptx)) == two
     assert bool(re.search(r"\.reqnctapercluster 2", ptx)) == two
     assert bool(re.search(r"mbarrier\.arrive\.shared::cluster", ptx)) == two
     assert bool(re.search(r"setmaxnreg\.\w+\.sync\.aligned\.u32\s+232;", ptx)) == (
-        config.num_consumers == 2
+        config.num_consumers == 2 and realloc
     )
     assert bool(re.search(r"setmaxnreg\.inc\.sync\.aligned\.u32\s+152;", ptx)) == (
         config.num_consumers == 3
@@ -382,6 +430,7 @@ def test_r8_select_valid_for_every_problem():
         config = kernel.select(problem)  # no GPU here: the heuristic
         assert config in kernel.configs
         assert kernel.supports(problem, config) is None, problem.key
+        assert config.a_operand == "smem", (problem.key, config.name)  # regs: a variant
         plan = r8.plan(problem, 132, config)
         stages = plan.constexprs["NUM_STAGES"]
         out_bytes = 4 if config.split_k > 1 else 2
@@ -472,7 +521,7 @@ def test_r8_swapped_splits_replace_unswapped_ones():
     tile (``swapped_splits``), and a swapped split two ways gives way to its 64-row unsplit
     twin (``unsplit_twin``): README, "Nineteenth version"."""
     r8 = _r8()
-    splits = [c for c in r8.MENU if c.wide_swap and c.split_k > 1]
+    splits = [c for c in r8.MENU if c.wide_swap and c.split_k > 1 and c.a_operand == "smem"]
     widths = [w for w in r8.SWAP_WIDE if w <= r8.SWAP_WIDE_SPLIT]
     assert {(c.tile_m, c.tile_n, c.cluster, c.split_k, c.raster) for c in splits} == {
         (128, w, 1, s, r) for w in widths for s in (2, 4) for r in "mn"
@@ -530,6 +579,45 @@ def test_r8_says_why_it_chose_each_config():
     assert why.startswith("128 tiles, 1.00 waves, model ") and "; next 128x192 +" in why, why
 
 
+def test_r8_a_in_registers_twins_the_two_box_tiles_ptxas_pipelines():
+    """``a_operand=regs`` is a raster-m twin of exactly the two-box tiles of one or two 64-row
+    consumers, two only up to ``REGS_TWO_CONSUMERS_MAX_N`` wide and without stream-K
+    (``backends.gluon._workarounds``); elsewhere it is refused with the reason. It is a
+    variant: the tune ranking times it after every A in shared memory, the heuristic never
+    picks it, and its name (unlike the shared-memory one's) says so."""
+    r8 = _r8()
+    p = Problem(300, 8192, 8192)
+    regs = {c for c in r8.MENU if c.a_operand == "regs"}
+    twins = {
+        dataclasses.replace(c, a_operand="regs")
+        for c in r8.MENU
+        if c.a_operand == "smem"
+        and c.raster == "m"
+        and c.boxes[1]
+        and c.consumer_rows == 64
+        and (c.num_consumers == 1 or (c.num_consumers == 2 and c.tile_n <= 136 and not c.stream_k))
+    }
+    assert regs == twins and len(regs) > 10
+    for c in regs:
+        assert r8._variant(p, c) and "a_operand=regs" in c.name
+        assert "a_operand" not in dataclasses.replace(c, a_operand="smem").name
+    refused = {
+        "one box": r8.R8Config(128, 128, 1, swap_ab=True, a_operand="regs"),
+        "256 rows": r8.R8Config(256, 144, 1, swap_ab=True, a_operand="regs"),
+        "192 rows": r8.R8Config(192, 72, 1, swap_ab=True, a_operand="regs"),
+        "two consumers, 144 wide": r8.R8Config(128, 144, 1, swap_ab=True, a_operand="regs"),
+        "two consumers, stream-K": r8.R8Config(
+            128, 136, 1, swap_ab=True, stream_k=True, a_operand="regs"
+        ),
+        "unknown": r8.R8Config(64, 160, 1, a_operand="tmem"),
+    }
+    for what, c in refused.items():
+        assert c not in r8.MENU and r8._valid(p, c), what
+    ranked = r8._ranked(p)
+    first_regs = next(i for i, c in enumerate(ranked) if c.a_operand == "regs")
+    assert all(r8._variant(p, c) for c in ranked[first_regs:])
+
+
 def test_r8_menu_fits_shared_memory():
     r8 = _r8()
     for config in r8.MENU:
@@ -550,7 +638,12 @@ def test_r8_menu_fits_shared_memory():
     most = 48 + len(r8.SWAP_WIDE) * 3 * 2 + (wide256 + wide192 + len(r8.SWAP_WIDE)) * 2 * 2
     most += wide_split * 2 * 2  # the wide swapped splits: two ways, two rasters
     most += len(r8.UNSWAPPED_TWO_BOX) + 2
-    assert len(r8.MENU) <= most, "a curated menu, not a product"
+    # A in registers: a raster-m twin of the two-box tiles of one or two 64-row consumers
+    # that ptxas pipelines (_regs_reason), the variant the README's 23rd version times
+    regs = [c for c in r8.MENU if c.a_operand == "regs"]
+    assert len(regs) == len({dataclasses.replace(c, a_operand="smem") for c in regs} & set(r8.MENU))
+    assert len(regs) <= 30, len(regs)
+    assert len(r8.MENU) <= most + len(regs), "a curated menu, not a product"
     for config in r8.MENU:
         if config.tile_m == 256:  # W fp32 accumulators a consumer thread: no wider than 144
             assert config.wide_swap and config.tile_n <= r8.SWAP_WIDE_256, config.name
@@ -565,6 +658,7 @@ def test_r8_menu_fits_shared_memory():
         if tail and not config.swap_ab:
             assert config.tile_n in r8.WIDE_UNSWAPPED and config.split_k == 1, config.name
             priced = (config.tile_m, config.tile_n) in r8.COST.unswapped_efficiency
+            priced = priced and config.a_operand == "smem"  # A in registers: a variant too
             assert r8._variant(Problem(4096, 4096, 4096), config) != priced, config.name
         assert tail == 0 or config.wide_swap or not config.swap_ab, config.name
 

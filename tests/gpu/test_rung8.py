@@ -1,7 +1,8 @@
 """Rung 8's code paths that no shape of the fixed suites forces, correct against cuBLAS on the
-GPU (skipped without one): every stream-K config, and each tile family only one backend has,
-forced on smoke, ragged, a held-out random suite and shapes whose last wave is partial (so the
-tail's K is split between programs and the reduction runs), fp16 and bf16.
+GPU (skipped without one): every stream-K config, each tile family only one backend has and
+Gluon's A in registers, forced on smoke, ragged, a held-out random suite and shapes whose last
+wave is partial (so the tail's K is split between programs and the reduction runs), fp16 and
+bf16.
 
 Through the harness's isolated runner (check only), like ``test_kernels.py``.
 """
@@ -199,6 +200,22 @@ def test_wide_swapped_tiles_are_correct(spec: KernelSpec, shard: str | None) -> 
     ]
     assert names, f"{spec.id}: a wide swapped family without the widths {WIDE}"
     _check_forced(spec, names, ["ragged", *MID_M], shard)
+
+
+#: K of one to four k-tiles and a ragged one (the register-A loop's peeled first step, its
+#: pairs of steps, and the step an even count leaves), at mid-size M on both sides of 64.
+REGS_K = ["100x4104x64", "338x8192x128", "555x5000x192", "77x3000x256", "1000x4096x1000"]
+
+
+@pytest.mark.parametrize("spec", SPECS, ids=[s.id for s in SPECS])
+def test_a_in_registers_is_correct(spec: KernelSpec, shard: str | None) -> None:
+    """Every config that feeds wgmma's A from registers (Gluon's ``a_operand=regs``: one
+    ``ldmatrix`` a k-step for both boxes of a two-box tile, two register sets in turn) at
+    K of every parity of k-steps, ragged shapes and mid-size M; split over K too."""
+    names = [n for n in _menu(spec) if _values(n).get("a_operand") == "regs"]
+    if not names:
+        pytest.skip(f"not applicable: {spec.id} reads A from shared memory only")
+    _check_forced(spec, names, ["ragged", *REGS_K, *MID_M], shard)
 
 
 #: Shapes for the 4-CTA swapped clusters: cuBLAS's 4x1 shape (196x4608x4096: 9 x 3 clusters),

@@ -28,6 +28,11 @@ Changes from rung 7 (``multi_consumer``):
     (5120, 10240, 6144, 3072): the same two rings and wgmmas, D leaving as two untransposed
     boxes side by side; priced by their own efficiencies (``COST``'s ``ueff:``, fitted to
     their timings: the wide swaps of the same size run at another rate);
+  * ``a_operand=regs`` (a variant, not picked until timed): a two-box tile's consumer loads
+    its A slice once a k-step into registers (``ldmatrix``) for both boxes' wgmmas, which
+    otherwise each read it from shared memory; two register sets in turn keep one k-step in
+    flight (``_mainloop_regs``). One or two 64-row consumers, two without register
+    reallocation and up to 136 wide (ptxas: ``backends.gluon._workarounds``);
   * ``split_k`` (few tiles, long K): work units run over (split, tile); split s reduces the
     k-tiles ``[s*kt//S, (s+1)*kt//S)`` and TMA-stores fp32 partials into its own slice of a
     workspace allocated at compile time; ``splitk_reduce_kernel`` then sums the S slices in
@@ -51,8 +56,9 @@ Config knobs: ``R8Config`` is ``harness.tile_cost.GemmConfig``, the vocabulary e
 shares — ``tile_m`` (64 | 128 | 192 rows per CTA = 1 | 2 | 3 consumer warpgroups; 256: two
 of 128 rows), ``tile_n``, ``cluster``, ``swap_ab``, ``split_k``, ``stream_k``, ``raster``
 ("m": the tile order walks M within a group — a narrow swapped cover has one column, so the
-order is the same either way; "n" only for the wide swaps, see above), ``group``. The menu
-is curated (``MENU`` below); the heuristic is the shared cost model's cheapest allowed entry.
+order is the same either way; "n" only for the wide swaps, see above), ``group``; and this
+kernel's own ``a_operand`` (above). The menu is curated (``MENU`` below); the heuristic is
+the shared cost model's cheapest allowed entry.
 Derived per problem, not knobs: the stage count (from the tile family) and persistence (from
 the problem's tile count).
 
@@ -123,7 +129,16 @@ from backends.gluon._host import (
 )
 from backends.gluon._pipeline import Counter
 from backends.gluon._schedule import grouped_tile
-from harness.protocol import ConfigSpace, KernelConfig, LaunchFn, Problem, cdiv, tma_launch
+from backends.gluon._workarounds import REGS_TWO_CONSUMERS_MAX_N
+from harness.protocol import (
+    ConfigSpace,
+    KernelConfig,
+    LaunchFn,
+    Problem,
+    cdiv,
+    quiet_knob,
+    tma_launch,
+)
 from harness.tile_cost import (
     HOPPER,
     SK_MIN_ITERS,
@@ -200,6 +215,7 @@ class Smem:
     PERSISTENT: gl.constexpr
     TAIL_N: gl.constexpr
     ROWS_FIRST: gl.constexpr
+    A_REGS: gl.constexpr
 
     @gluon.constexpr_function
     def __init__(
@@ -232,6 +248,7 @@ class Smem:
         PERSISTENT,
         TAIL_N,
         ROWS_FIRST,
+        A_REGS,
     ):
         self.a_desc = a_desc
         self.b_desc = b_desc
@@ -261,6 +278,7 @@ class Smem:
         self.PERSISTENT = gl.constexpr(PERSISTENT)
         self.TAIL_N = gl.constexpr(TAIL_N)
         self.ROWS_FIRST = gl.constexpr(ROWS_FIRST)
+        self.A_REGS = gl.constexpr(A_REGS)
 
 
 # -- the schedule: work units -> (tile, K range, where the result goes) -----------------------
@@ -407,6 +425,73 @@ def _acc_layout(s: Smem, width: gl.constexpr):
 
 
 @gluon.jit
+def _release(s: Smem, release):
+    """Hand a stage back once this consumer's wgmmas no longer read it."""
+    mbarrier.arrive(s.ab_empty.index(release.index))
+    if s.CLUSTER == 2:
+        mbarrier.arrive(s.b_empty.index(release.index))  # remote arrive on the lead
+    return release.next()
+
+
+@gluon.jit
+def _a_regs(s: Smem, C: gl.constexpr, stage):
+    """Consumer C's A slice of a ring stage in registers (``ldmatrix``), the operand layout of
+    a wgmma of either box: an A operand's layout does not depend on N."""
+    HEAD_N: gl.constexpr = s.b_desc.block_shape[0]
+    a_smem = s.a_bufs.index(s.NUM_CONSUMERS * stage + C)
+    return a_smem.load(gl.DotOperandLayout(0, _acc_layout(s, HEAD_N), 2))
+
+
+@gluon.jit
+def _regs_step(s: Smem, C: gl.constexpr, a_prev, acc, acc2, full):
+    """One k-step of a two-box tile with A in registers: both boxes' wgmmas read one
+    ``ldmatrix`` load, then the previous step's retire. ``a_prev``, the registers the previous
+    step's wgmmas read, stays live until that wait: ptxas keeps in-flight wgmma operands only
+    as long as the program does (this step's load must not land in them)."""
+    mbarrier.wait(s.ab_full.index(full.index), full.phase)
+    a = _a_regs(s, C, full.index)
+    b = s.b_bufs.index(full.index).permute((1, 0))
+    b2 = s.b2_bufs.index(full.index).permute((1, 0))
+    acc = warpgroup_mma(a, b, acc, is_async=True)
+    acc2 = warpgroup_mma(a, b2, acc2, is_async=True)
+    acc, acc2, a, a_prev, b, b2 = warpgroup_mma_wait(
+        num_outstanding=2, deps=(acc, acc2, a, a_prev, b, b2)
+    )
+    return a, acc, acc2
+
+
+@gluon.jit
+def _mainloop_regs(s: Smem, C: gl.constexpr, k_lo, k_hi, acc, acc2, full, release):
+    """The k-loop of ``a_operand=regs``: as the shared-memory loop, one k-step in flight,
+    but unrolled by two so that consecutive steps load A into two register sets (``a0``,
+    ``a1``) and a load never overwrites registers an unretired wgmma still reads (one set,
+    reloaded every step, would have to drain each step: README, "Thirteenth version"). The
+    first step is peeled; an even count leaves one step after the pairs. Returns with the
+    last step in flight, as the shared-memory loop does."""
+    mbarrier.wait(s.ab_full.index(full.index), full.phase)
+    a0 = _a_regs(s, C, full.index)
+    b = s.b_bufs.index(full.index).permute((1, 0))
+    b2 = s.b2_bufs.index(full.index).permute((1, 0))
+    acc = warpgroup_mma(a0, b, acc, is_async=True)
+    acc2 = warpgroup_mma(a0, b2, acc2, is_async=True)
+    # Nothing older is outstanding: this wait only hands the accumulators back as tensors.
+    acc, acc2, a0 = warpgroup_mma_wait(num_outstanding=2, deps=(acc, acc2, a0))
+    full = full.next()
+    for _ in range(k_lo + 1, k_hi - 1, 2):
+        a1, acc, acc2 = _regs_step(s, C, a0, acc, acc2, full)
+        release = _release(s, release)
+        full = full.next()
+        a0, acc, acc2 = _regs_step(s, C, a1, acc, acc2, full)
+        release = _release(s, release)
+        full = full.next()
+    if (k_hi - k_lo) % 2 == 0:
+        a1, acc, acc2 = _regs_step(s, C, a0, acc, acc2, full)
+        release = _release(s, release)
+        full = full.next()
+    return acc, acc2, full, release
+
+
+@gluon.jit
 def _mma_tile(s: Smem, unit, C: gl.constexpr, full, release):
     BOX_M: gl.constexpr = s.a_desc.block_shape[0]
     HEAD_N: gl.constexpr = s.b_desc.block_shape[0]
@@ -415,36 +500,33 @@ def _mma_tile(s: Smem, unit, C: gl.constexpr, full, release):
         acc = gl.zeros([BOX_M, HEAD_N], gl.float32, _acc_layout(s, HEAD_N))
         if s.TAIL_N > 0:  # a tile two boxes wide: a second wgmma per k-step, on the tail box
             acc2 = gl.zeros([BOX_M, s.TAIL_N], gl.float32, _acc_layout(s, s.TAIL_N))
-        for kk in range(k_lo, k_hi):
-            mbarrier.wait(s.ab_full.index(full.index), full.phase)
-            a = s.a_bufs.index(s.NUM_CONSUMERS * full.index + C)
-            b = s.b_bufs.index(full.index).permute((1, 0))
-            acc = warpgroup_mma(a, b, acc, is_async=True)
-            # Keep one k-step of wgmma in flight: once only the newest step's are
-            # outstanding, the previous stage's operands are no longer read and can be
-            # handed back.
-            if s.TAIL_N > 0:
-                b2 = s.b2_bufs.index(full.index).permute((1, 0))
-                acc2 = warpgroup_mma(a, b2, acc2, is_async=True)
-                acc, acc2, a, b, b2 = warpgroup_mma_wait(
-                    num_outstanding=2, deps=(acc, acc2, a, b, b2)
-                )
-            else:
-                acc, a, b = warpgroup_mma_wait(num_outstanding=1, deps=(acc, a, b))
-            if kk > k_lo:
-                mbarrier.arrive(s.ab_empty.index(release.index))
-                if s.CLUSTER == 2:
-                    mbarrier.arrive(s.b_empty.index(release.index))  # remote arrive on the lead
-                release = release.next()
-            full = full.next()
+        if s.A_REGS:  # a two-box tile reading A once a k-step, from registers
+            acc, acc2, full, release = _mainloop_regs(s, C, k_lo, k_hi, acc, acc2, full, release)
+        else:
+            for kk in range(k_lo, k_hi):
+                mbarrier.wait(s.ab_full.index(full.index), full.phase)
+                a = s.a_bufs.index(s.NUM_CONSUMERS * full.index + C)
+                b = s.b_bufs.index(full.index).permute((1, 0))
+                acc = warpgroup_mma(a, b, acc, is_async=True)
+                # Keep one k-step of wgmma in flight: once only the newest step's are
+                # outstanding, the previous stage's operands are no longer read and can be
+                # handed back.
+                if s.TAIL_N > 0:
+                    b2 = s.b2_bufs.index(full.index).permute((1, 0))
+                    acc2 = warpgroup_mma(a, b2, acc2, is_async=True)
+                    acc, acc2, a, b, b2 = warpgroup_mma_wait(
+                        num_outstanding=2, deps=(acc, acc2, a, b, b2)
+                    )
+                else:
+                    acc, a, b = warpgroup_mma_wait(num_outstanding=1, deps=(acc, a, b))
+                if kk > k_lo:
+                    release = _release(s, release)
+                full = full.next()
         if s.TAIL_N > 0:
             acc, acc2 = warpgroup_mma_wait(num_outstanding=0, deps=(acc, acc2))
         else:
             acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc,))
-        mbarrier.arrive(s.ab_empty.index(release.index))
-        if s.CLUSTER == 2:
-            mbarrier.arrive(s.b_empty.index(release.index))
-        release = release.next()
+        release = _release(s, release)
         if slot >= 0:
             _store_partial(s, acc, slot, C, 0)
             if s.TAIL_N > 0:
@@ -575,6 +657,7 @@ def r8_shape_adaptive_kernel(
     PERSISTENT: gl.constexpr,
     TAIL_N: gl.constexpr,
     ROWS_FIRST: gl.constexpr,
+    A_REGS: gl.constexpr,
     PRODUCER_WARPS: gl.constexpr,
     PRODUCER_REGS: gl.constexpr,
     CONSUMER_REGS: gl.constexpr,
@@ -654,6 +737,7 @@ def r8_shape_adaptive_kernel(
         PERSISTENT,
         TAIL_N,
         ROWS_FIRST,
+        A_REGS,
     )
     # -- roles --
     if NUM_CONSUMERS == 3:
@@ -661,6 +745,14 @@ def r8_shape_adaptive_kernel(
             [(_consumer, (s, 0)), (_producer, (s,)), (_consumer, (s, 1)), (_consumer, (s, 2))],
             [PRODUCER_WARPS, 4, 4],
             [PRODUCER_REGS, CONSUMER_REGS, CONSUMER_REGS],
+        )
+    elif NUM_CONSUMERS == 2 and A_REGS:
+        # No register reallocation: under setmaxnreg, ptxas serializes the worker consumer's
+        # register-A wgmmas (C7512; workarounds module, PTXAS_REGS_A_IN_WORKERS), and 168 a
+        # thread hold a two-box tile up to REGS_TWO_CONSUMERS_MAX_N wide.
+        gl.warp_specialize(
+            [(_consumer, (s, 0)), (_producer, (s,)), (_consumer, (s, 1))],
+            [PRODUCER_WARPS, 4],
         )
     elif NUM_CONSUMERS == 2:
         gl.warp_specialize(
@@ -780,7 +872,15 @@ def streamk_reduce_kernel(
 @dataclass(frozen=True)
 class R8Config(GemmConfig):
     """Rung 8's knobs: ``harness.tile_cost.GemmConfig``, the vocabulary every rung 8 shares
-    (Gluon's tile order walks M within an L2 group: ``raster`` is always "m" here)."""
+    (Gluon's tile order walks M within an L2 group: ``raster`` is always "m" here), plus one
+    of this kernel's own, ``a_operand``."""
+
+    #: Where a consumer's wgmmas read A: "smem" (the ring's buffer; a two-box tile's two
+    #: wgmmas each read it) or "regs" (loaded once a k-step with ``ldmatrix`` and fed to both
+    #: boxes' wgmmas: A read once, not twice; two-box tiles of 64-row consumers only, two
+    #: consumers up to ``REGS_TWO_CONSUMERS_MAX_N`` wide). A variant until timed; quiet at
+    #: "smem", so every name written before it still names the same config.
+    a_operand: str = quiet_knob("smem")
 
     @property
     def num_consumers(self) -> int:
@@ -881,7 +981,32 @@ def _menu() -> tuple[R8Config, ...]:
                 R8Config(128, tn, cluster, swap_ab=True, stream_k=True, raster=r)
                 for r in ("m", "n")
             ]
+    # A in registers: a twin of every two-box tile it can run (``_regs_reason``), raster m
+    # (the order does not change what a k-step reads), a variant until timed against the
+    # shared-memory A it would replace (README, "Twenty-third version").
+    menu += [
+        dataclasses.replace(c, a_operand="regs")
+        for c in menu
+        if c.raster == "m" and _regs_reason(c) is None
+    ]
     return tuple(menu)
+
+
+def _regs_reason(config: R8Config) -> str | None:
+    """Why ``config`` cannot take A from registers (None: it can): only a two-box tile reads A
+    twice; a 128-row consumer (256-row tiles) issues two m64 wgmmas on different rows anyway;
+    three consumers have 128 registers a thread; two, without register reallocation, hold
+    tiles up to ``REGS_TWO_CONSUMERS_MAX_N`` wide (``backends.gluon._workarounds``), and not
+    with stream-K's segment bookkeeping beside them (128x136: 100 bytes of spills)."""
+    if not config.boxes[1]:
+        return "A in registers: two-box tiles only (one box reads A once)"
+    if config.consumer_rows != SUB_M or config.num_consumers > 2:
+        return "A in registers: one or two consumers of 64 rows"
+    if config.num_consumers == 2 and config.tile_n > REGS_TWO_CONSUMERS_MAX_N:
+        return f"A in registers: two consumers up to {REGS_TWO_CONSUMERS_MAX_N} columns (ptxas)"
+    if config.num_consumers == 2 and config.stream_k:
+        return "A in registers: two consumers without stream-K (it spills at 168 registers)"
+    return None
 
 
 #: Widths of the wide swapped tiles (M on the wgmma N side): the sums of one or two powers of
@@ -954,6 +1079,10 @@ def _valid(problem: Problem, config: R8Config) -> str | None:
         return "stream-K: unsplit, and D's rows 16-byte aligned (N % 8 == 0)"
     if config.stream_k and config.swap_ab and (config.tile_m, config.wide_swap) != (128, True):
         return "stream-K swapped: wide tiles of 128 rows only"
+    if config.a_operand not in ("smem", "regs"):
+        return f"a_operand = {config.a_operand!r}: 'smem' or 'regs'"
+    if config.a_operand == "regs" and (why := _regs_reason(config)):
+        return why
     rows, cols = workspace_shape(problem, config)
     if config.split_k > 1 and rows * cols * 4 > MAX_WORKSPACE_BYTES:
         return f"needs a {rows * cols * 4 >> 20} MiB split-K workspace (split-K is for small M x N)"
@@ -1035,13 +1164,19 @@ COST = HOPPER.with_params(
 
 
 def _variant(problem: Problem, config: R8Config, model: TileCostModel = COST) -> bool:
-    """Knobs the cost model cannot see, set otherwise than the heuristic would: group 16, or
-    a wide swap's raster other than ``heuristic_raster``'s; and an unswapped two-box tile no
-    tuning run has given an efficiency of its own (``ueff:`` in ``COST``: the wide swap of its
-    size, whose ``eff:`` it would take, runs at another rate), tune-only until one has."""
+    """Knobs the cost model cannot see, set otherwise than the heuristic would: group 16, a
+    wide swap's raster other than ``heuristic_raster``'s, or A in registers; and an unswapped
+    two-box tile no tuning run has given an efficiency of its own (``ueff:`` in ``COST``: the
+    wide swap of its size, whose ``eff:`` it would take, runs at another rate), tune-only
+    until one has."""
     tile = (config.tile_m, config.tile_n)
     unpriced = not config.swap_ab and config.boxes[1] > 0 and tile not in model.unswapped_efficiency
-    return unpriced or config.group != 8 or config.raster != heuristic_raster(problem, config)
+    return (
+        unpriced
+        or config.group != 8
+        or config.raster != heuristic_raster(problem, config)
+        or config.a_operand != "smem"
+    )
 
 
 def _ranked(problem: Problem) -> list[R8Config]:
@@ -1177,6 +1312,7 @@ def plan(problem: Problem, num_sms: int, config: R8Config) -> Plan:
             PERSISTENT=persistent,
             TAIL_N=tail,
             ROWS_FIRST=rows_first(config),
+            A_REGS=config.a_operand == "regs",
             PRODUCER_WARPS=PRODUCER_WARPS,
             PRODUCER_REGS=PRODUCER_REGS,
             CONSUMER_REGS=CONSUMER_REGS_3 if config.num_consumers == 3 else CONSUMER_REGS,
