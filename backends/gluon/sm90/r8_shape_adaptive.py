@@ -468,14 +468,9 @@ def _mainloop_regs(s: Smem, C: gl.constexpr, k_lo, k_hi, acc, acc2, full, releas
     reloaded every step, would have to drain each step: README, "Thirteenth version"). The
     first step is peeled; an even count leaves one step after the pairs. Returns with the
     last step in flight, as the shared-memory loop does."""
-    mbarrier.wait(s.ab_full.index(full.index), full.phase)
-    a0 = _a_regs(s, C, full.index)
-    b = s.b_bufs.index(full.index).permute((1, 0))
-    b2 = s.b2_bufs.index(full.index).permute((1, 0))
-    acc = warpgroup_mma(a0, b, acc, is_async=True)
-    acc2 = warpgroup_mma(a0, b2, acc2, is_async=True)
-    # Nothing older is outstanding: this wait only hands the accumulators back as tensors.
-    acc, acc2, a0 = warpgroup_mma_wait(num_outstanding=2, deps=(acc, acc2, a0))
+    # The first step: nothing older is in flight, so its wait retires nothing and there is
+    # no previous register set to keep (the tail accumulator stands in for it).
+    a0, acc, acc2 = _regs_step(s, C, acc2, acc, acc2, full)
     full = full.next()
     for _ in range(k_lo + 1, k_hi - 1, 2):
         a1, acc, acc2 = _regs_step(s, C, a0, acc, acc2, full)
