@@ -140,7 +140,7 @@ class KernelConfig:
 
     Knobs are ints, strs or bools. The name is derived from the values, field by field, so a
     name in a results file, a tuned table or on the command line always means the same knobs
-    (a ``quiet_knob`` at its default is left out; ``full_name`` names every knob).
+    (a ``quiet_knob`` at its default is left out; ``values`` has every knob).
     """
 
     @property
@@ -150,11 +150,6 @@ class KernelConfig:
             for f in self._fields()
             if not (f.metadata.get(QUIET) and getattr(self, f.name) == f.default)
         )
-
-    @property
-    def full_name(self) -> str:
-        """Every knob's ``k=v``, quiet ones at their default too."""
-        return ",".join(f"{f.name}={_format(getattr(self, f.name))}" for f in self._fields())
 
     def values(self) -> dict[str, Any]:
         return {f.name: getattr(self, f.name) for f in self._fields()}

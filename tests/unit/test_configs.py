@@ -132,14 +132,14 @@ class Later(Knobs):
 
 def test_a_quiet_knob_at_its_default_stays_out_of_the_name(kernel_module: str) -> None:
     """A quiet knob leaves every earlier name naming the same config: out of ``name`` at its
-    default (in ``full_name`` always), named otherwise; a full name without it means its
+    default (in ``values`` always), named otherwise; a full name without it means its
     default even over a base that sets it, while a partial override keeps the base's; menus
     and tuned tables find both twins by name, and ``--config`` checks know the knob from the
     names that give it."""
     plain, regs = Later(4, "n"), Later(4, "n", operand="regs")
     assert plain.name == Knobs(4, "n").name == "group=4,raster=n,fast=1"
-    assert plain.full_name == "group=4,raster=n,fast=1,operand=smem"
-    assert regs.name == regs.full_name == "group=4,raster=n,fast=1,operand=regs"
+    assert plain.values()["operand"] == "smem"
+    assert regs.name == "group=4,raster=n,fast=1,operand=regs"
     assert regs.with_overrides(plain.name) == plain  # a full name: the quiet knob's default
     assert regs.with_overrides("group=8") == Later(8, "n", operand="regs")  # partial: kept
     assert Later().with_overrides(regs.name) == regs

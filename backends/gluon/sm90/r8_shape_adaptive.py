@@ -743,8 +743,8 @@ def r8_shape_adaptive_kernel(
         )
     elif NUM_CONSUMERS == 2 and A_REGS:
         # No register reallocation: under setmaxnreg, ptxas serializes the worker consumer's
-        # register-A wgmmas (C7512; workarounds module, PTXAS_REGS_A_IN_WORKERS), and 168 a
-        # thread hold a two-box tile up to REGS_TWO_CONSUMERS_MAX_N wide.
+        # register-A wgmmas (C7512; backends.gluon._workarounds, defect 1), and 168 a thread
+        # hold a two-box tile up to REGS_TWO_CONSUMERS_MAX_N wide.
         gl.warp_specialize(
             [(_consumer, (s, 0)), (_producer, (s,)), (_consumer, (s, 1))],
             [PRODUCER_WARPS, 4],
