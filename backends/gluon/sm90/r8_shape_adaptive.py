@@ -29,10 +29,10 @@ Changes from rung 7 (``multi_consumer``):
     boxes side by side; priced by their own efficiencies (``COST``'s ``ueff:``, fitted to
     their timings: the wide swaps of the same size run at another rate);
   * ``a_operand=regs`` (a variant, not picked until timed): a two-box tile's consumer loads
-    its A slice once a k-step into registers (``ldmatrix``) for both boxes' wgmmas, which
-    otherwise each read it from shared memory; two register sets in turn keep one k-step in
-    flight (``_mainloop_regs``). One or two 64-row consumers, two without register
-    reallocation and up to 136 wide (ptxas: ``backends.gluon._workarounds``);
+    its A into registers (``ldmatrix``) once for both boxes' wgmmas, which otherwise each
+    read it from shared memory; two register sets in turn keep one k-step in flight
+    (``_mainloop_regs``), or with two consumers one 16-column K-slice, without register
+    reallocation (``_mainloop_regs_k16``; ptxas: ``backends.gluon._workarounds``);
   * ``split_k`` (few tiles, long K): work units run over (split, tile); split s reduces the
     k-tiles ``[s*kt//S, (s+1)*kt//S)`` and TMA-stores fp32 partials into its own slice of a
     workspace allocated at compile time; ``splitk_reduce_kernel`` then sums the S slices in
@@ -129,7 +129,6 @@ from backends.gluon._host import (
 )
 from backends.gluon._pipeline import Counter
 from backends.gluon._schedule import grouped_tile
-from backends.gluon._workarounds import REGS_TWO_CONSUMERS_MAX_N
 from harness.protocol import (
     ConfigSpace,
     KernelConfig,
@@ -462,7 +461,8 @@ def _regs_step(s: Smem, C: gl.constexpr, a_prev, acc, acc2, full):
 
 @gluon.jit
 def _mainloop_regs(s: Smem, C: gl.constexpr, k_lo, k_hi, acc, acc2, full, release):
-    """The k-loop of ``a_operand=regs``: as the shared-memory loop, one k-step in flight,
+    """The k-loop of ``a_operand=regs`` for one consumer: as the shared-memory loop, one k-step
+    in flight (a lone consumer has nothing to hide a shorter step's issue behind),
     but unrolled by two so that consecutive steps load A into two register sets (``a0``,
     ``a1``) and a load never overwrites registers an unretired wgmma still reads (one set,
     reloaded every step, would have to drain each step: README, "Thirteenth version"). The
@@ -487,6 +487,49 @@ def _mainloop_regs(s: Smem, C: gl.constexpr, k_lo, k_hi, acc, acc2, full, releas
 
 
 @gluon.jit
+def _regs_slice(s: Smem, C: gl.constexpr, stage, J: gl.constexpr, a_prev, acc, acc2):
+    """K-slice J (16 columns) of a ring stage with A in registers: ``ldmatrix`` its 64 x 16 A,
+    both boxes' wgmmas on the matching 16 rows of B, then the previous slice's retire
+    (``a_prev`` live until then, as in ``_regs_step``)."""
+    HEAD_N: gl.constexpr = s.b_desc.block_shape[0]
+    a_smem = s.a_bufs.index(s.NUM_CONSUMERS * stage + C).slice(16 * J, 16, dim=1)
+    a = a_smem.load(gl.DotOperandLayout(0, _acc_layout(s, HEAD_N), 2))
+    b = s.b_bufs.index(stage).slice(16 * J, 16, dim=1).permute((1, 0))
+    b2 = s.b2_bufs.index(stage).slice(16 * J, 16, dim=1).permute((1, 0))
+    acc = warpgroup_mma(a, b, acc, is_async=True)
+    acc2 = warpgroup_mma(a, b2, acc2, is_async=True)
+    acc, acc2, a, a_prev, b, b2 = warpgroup_mma_wait(
+        num_outstanding=2, deps=(acc, acc2, a, a_prev, b, b2)
+    )
+    return a, acc, acc2
+
+
+@gluon.jit
+def _mainloop_regs_k16(s: Smem, C: gl.constexpr, k_lo, k_hi, acc, acc2, full, release):
+    """The k-loop of ``a_operand=regs`` for two consumers: register sets of one 16-column
+    K-slice (4 registers a thread, not a k-step's 16), two in turn, one slice in flight. With a
+    k-step's sets ptxas serialized the wgmmas of tiles wider than 136 (the accumulators and two
+    16-register sets do not fit its pipeline at 168 registers: ``backends.gluon._workarounds``);
+    the other consumer's wgmmas fill the tensor core while this one waits on a slice. A stage
+    goes back once its last slice retires: at the next stage's first wait."""
+    mbarrier.wait(s.ab_full.index(full.index), full.phase)
+    a0, acc, acc2 = _regs_slice(s, C, full.index, 0, acc2, acc, acc2)  # nothing older: see above
+    a1, acc, acc2 = _regs_slice(s, C, full.index, 1, a0, acc, acc2)
+    a0, acc, acc2 = _regs_slice(s, C, full.index, 2, a1, acc, acc2)
+    a1, acc, acc2 = _regs_slice(s, C, full.index, 3, a0, acc, acc2)
+    full = full.next()
+    for _ in range(k_lo + 1, k_hi):
+        mbarrier.wait(s.ab_full.index(full.index), full.phase)
+        a0, acc, acc2 = _regs_slice(s, C, full.index, 0, a1, acc, acc2)
+        release = _release(s, release)
+        a1, acc, acc2 = _regs_slice(s, C, full.index, 1, a0, acc, acc2)
+        a0, acc, acc2 = _regs_slice(s, C, full.index, 2, a1, acc, acc2)
+        a1, acc, acc2 = _regs_slice(s, C, full.index, 3, a0, acc, acc2)
+        full = full.next()
+    return acc, acc2, full, release
+
+
+@gluon.jit
 def _mma_tile(s: Smem, unit, C: gl.constexpr, full, release):
     BOX_M: gl.constexpr = s.a_desc.block_shape[0]
     HEAD_N: gl.constexpr = s.b_desc.block_shape[0]
@@ -495,7 +538,11 @@ def _mma_tile(s: Smem, unit, C: gl.constexpr, full, release):
         acc = gl.zeros([BOX_M, HEAD_N], gl.float32, _acc_layout(s, HEAD_N))
         if s.TAIL_N > 0:  # a tile two boxes wide: a second wgmma per k-step, on the tail box
             acc2 = gl.zeros([BOX_M, s.TAIL_N], gl.float32, _acc_layout(s, s.TAIL_N))
-        if s.A_REGS:  # a two-box tile reading A once a k-step, from registers
+        if s.A_REGS and s.NUM_CONSUMERS == 2:  # two-box, A read once, from registers
+            acc, acc2, full, release = _mainloop_regs_k16(
+                s, C, k_lo, k_hi, acc, acc2, full, release
+            )
+        elif s.A_REGS:
             acc, acc2, full, release = _mainloop_regs(s, C, k_lo, k_hi, acc, acc2, full, release)
         else:
             for kk in range(k_lo, k_hi):
@@ -743,8 +790,8 @@ def r8_shape_adaptive_kernel(
         )
     elif NUM_CONSUMERS == 2 and A_REGS:
         # No register reallocation: under setmaxnreg, ptxas serializes the worker consumer's
-        # register-A wgmmas (C7512; backends.gluon._workarounds, defect 1), and 168 a thread
-        # hold a two-box tile up to REGS_TWO_CONSUMERS_MAX_N wide.
+        # register-A wgmmas (C7512; backends.gluon._workarounds, defect 1); 168 a thread hold
+        # the widest two-box tile with K-slice register sets (_mainloop_regs_k16).
         gl.warp_specialize(
             [(_consumer, (s, 0)), (_producer, (s,)), (_consumer, (s, 1))],
             [PRODUCER_WARPS, 4],
@@ -872,9 +919,9 @@ class R8Config(GemmConfig):
 
     #: Where a consumer's wgmmas read A: "smem" (the ring's buffer; a two-box tile's two
     #: wgmmas each read it) or "regs" (loaded once a k-step with ``ldmatrix`` and fed to both
-    #: boxes' wgmmas: A read once, not twice; two-box tiles of 64-row consumers only, two
-    #: consumers up to ``REGS_TWO_CONSUMERS_MAX_N`` wide). A variant until timed; quiet at
-    #: "smem", so every name written before it still names the same config.
+    #: boxes' wgmmas: A read once, not twice; two-box tiles of one or two 64-row consumers).
+    #: A variant until timed; quiet at "smem", so every name written before it still names
+    #: the same config.
     a_operand: str = quiet_knob("smem")
 
     @property
@@ -990,17 +1037,12 @@ def _menu() -> tuple[R8Config, ...]:
 def _regs_reason(config: R8Config) -> str | None:
     """Why ``config`` cannot take A from registers (None: it can): only a two-box tile reads A
     twice; a 128-row consumer (256-row tiles) issues two m64 wgmmas on different rows anyway;
-    three consumers have 128 registers a thread; two, without register reallocation, hold
-    tiles up to ``REGS_TWO_CONSUMERS_MAX_N`` wide (``backends.gluon._workarounds``), and not
-    with stream-K's segment bookkeeping beside them (128x136: 100 bytes of spills)."""
+    three consumers share 128 registers a thread without reallocation, which ptxas needs to
+    keep register-A wgmmas in flight in a worker partition (``backends.gluon._workarounds``)."""
     if not config.boxes[1]:
         return "A in registers: two-box tiles only (one box reads A once)"
     if config.consumer_rows != SUB_M or config.num_consumers > 2:
         return "A in registers: one or two consumers of 64 rows"
-    if config.num_consumers == 2 and config.tile_n > REGS_TWO_CONSUMERS_MAX_N:
-        return f"A in registers: two consumers up to {REGS_TWO_CONSUMERS_MAX_N} columns (ptxas)"
-    if config.num_consumers == 2 and config.stream_k:
-        return "A in registers: two consumers without stream-K (it spills at 168 registers)"
     return None
 
 
