@@ -433,30 +433,33 @@ def _release(s: Smem, release):
 
 
 @gluon.jit
-def _a_regs(s: Smem, C: gl.constexpr, stage):
-    """Consumer C's A slice of a ring stage in registers (``ldmatrix``), the operand layout of
-    a wgmma of either box: an A operand's layout does not depend on N."""
+def _regs_mma(
+    s: Smem, C: gl.constexpr, stage, K0: gl.constexpr, KW: gl.constexpr, a_prev, acc, acc2
+):
+    """K-columns [K0, K0 + KW) of a ring stage with A in registers: consumer C's A slice
+    ``ldmatrix``-ed once (an A operand's layout does not depend on N, so both boxes' wgmmas
+    read it), the two wgmmas on the matching rows of B, then the previous call's retire.
+    ``a_prev``, the registers the previous call's wgmmas read, stays live until that wait:
+    ptxas keeps in-flight wgmma operands only as long as the program does (this load must not
+    land in them)."""
     HEAD_N: gl.constexpr = s.b_desc.block_shape[0]
-    a_smem = s.a_bufs.index(s.NUM_CONSUMERS * stage + C)
-    return a_smem.load(gl.DotOperandLayout(0, _acc_layout(s, HEAD_N), 2))
-
-
-@gluon.jit
-def _regs_step(s: Smem, C: gl.constexpr, a_prev, acc, acc2, full):
-    """One k-step of a two-box tile with A in registers: both boxes' wgmmas read one
-    ``ldmatrix`` load, then the previous step's retire. ``a_prev``, the registers the previous
-    step's wgmmas read, stays live until that wait: ptxas keeps in-flight wgmma operands only
-    as long as the program does (this step's load must not land in them)."""
-    mbarrier.wait(s.ab_full.index(full.index), full.phase)
-    a = _a_regs(s, C, full.index)
-    b = s.b_bufs.index(full.index).permute((1, 0))
-    b2 = s.b2_bufs.index(full.index).permute((1, 0))
+    a_smem = s.a_bufs.index(s.NUM_CONSUMERS * stage + C).slice(K0, KW, dim=1)
+    a = a_smem.load(gl.DotOperandLayout(0, _acc_layout(s, HEAD_N), 2))
+    b = s.b_bufs.index(stage).slice(K0, KW, dim=1).permute((1, 0))
+    b2 = s.b2_bufs.index(stage).slice(K0, KW, dim=1).permute((1, 0))
     acc = warpgroup_mma(a, b, acc, is_async=True)
     acc2 = warpgroup_mma(a, b2, acc2, is_async=True)
     acc, acc2, a, a_prev, b, b2 = warpgroup_mma_wait(
         num_outstanding=2, deps=(acc, acc2, a, a_prev, b, b2)
     )
     return a, acc, acc2
+
+
+@gluon.jit
+def _regs_step(s: Smem, C: gl.constexpr, a_prev, acc, acc2, full):
+    """One whole k-step with A in registers (``_regs_mma``), once its stage has landed."""
+    mbarrier.wait(s.ab_full.index(full.index), full.phase)
+    return _regs_mma(s, C, full.index, 0, s.a_desc.block_shape[1], a_prev, acc, acc2)
 
 
 @gluon.jit
@@ -487,24 +490,6 @@ def _mainloop_regs(s: Smem, C: gl.constexpr, k_lo, k_hi, acc, acc2, full, releas
 
 
 @gluon.jit
-def _regs_slice(s: Smem, C: gl.constexpr, stage, J: gl.constexpr, a_prev, acc, acc2):
-    """K-slice J (16 columns) of a ring stage with A in registers: ``ldmatrix`` its 64 x 16 A,
-    both boxes' wgmmas on the matching 16 rows of B, then the previous slice's retire
-    (``a_prev`` live until then, as in ``_regs_step``)."""
-    HEAD_N: gl.constexpr = s.b_desc.block_shape[0]
-    a_smem = s.a_bufs.index(s.NUM_CONSUMERS * stage + C).slice(16 * J, 16, dim=1)
-    a = a_smem.load(gl.DotOperandLayout(0, _acc_layout(s, HEAD_N), 2))
-    b = s.b_bufs.index(stage).slice(16 * J, 16, dim=1).permute((1, 0))
-    b2 = s.b2_bufs.index(stage).slice(16 * J, 16, dim=1).permute((1, 0))
-    acc = warpgroup_mma(a, b, acc, is_async=True)
-    acc2 = warpgroup_mma(a, b2, acc2, is_async=True)
-    acc, acc2, a, a_prev, b, b2 = warpgroup_mma_wait(
-        num_outstanding=2, deps=(acc, acc2, a, a_prev, b, b2)
-    )
-    return a, acc, acc2
-
-
-@gluon.jit
 def _mainloop_regs_k16(s: Smem, C: gl.constexpr, k_lo, k_hi, acc, acc2, full, release):
     """The k-loop of ``a_operand=regs`` for two consumers: register sets of one 16-column
     K-slice (4 registers a thread, not a k-step's 16), two in turn, one slice in flight. With a
@@ -513,18 +498,19 @@ def _mainloop_regs_k16(s: Smem, C: gl.constexpr, k_lo, k_hi, acc, acc2, full, re
     the other consumer's wgmmas fill the tensor core while this one waits on a slice. A stage
     goes back once its last slice retires: at the next stage's first wait."""
     mbarrier.wait(s.ab_full.index(full.index), full.phase)
-    a0, acc, acc2 = _regs_slice(s, C, full.index, 0, acc2, acc, acc2)  # nothing older: see above
-    a1, acc, acc2 = _regs_slice(s, C, full.index, 1, a0, acc, acc2)
-    a0, acc, acc2 = _regs_slice(s, C, full.index, 2, a1, acc, acc2)
-    a1, acc, acc2 = _regs_slice(s, C, full.index, 3, a0, acc, acc2)
+    # Nothing is in flight before the first slice (the tail accumulator stands in for a set).
+    a0, acc, acc2 = _regs_mma(s, C, full.index, 0, 16, acc2, acc, acc2)
+    a1, acc, acc2 = _regs_mma(s, C, full.index, 16, 16, a0, acc, acc2)
+    a0, acc, acc2 = _regs_mma(s, C, full.index, 32, 16, a1, acc, acc2)
+    a1, acc, acc2 = _regs_mma(s, C, full.index, 48, 16, a0, acc, acc2)
     full = full.next()
     for _ in range(k_lo + 1, k_hi):
         mbarrier.wait(s.ab_full.index(full.index), full.phase)
-        a0, acc, acc2 = _regs_slice(s, C, full.index, 0, a1, acc, acc2)
+        a0, acc, acc2 = _regs_mma(s, C, full.index, 0, 16, a1, acc, acc2)
         release = _release(s, release)
-        a1, acc, acc2 = _regs_slice(s, C, full.index, 1, a0, acc, acc2)
-        a0, acc, acc2 = _regs_slice(s, C, full.index, 2, a1, acc, acc2)
-        a1, acc, acc2 = _regs_slice(s, C, full.index, 3, a0, acc, acc2)
+        a1, acc, acc2 = _regs_mma(s, C, full.index, 16, 16, a0, acc, acc2)
+        a0, acc, acc2 = _regs_mma(s, C, full.index, 32, 16, a1, acc, acc2)
+        a1, acc, acc2 = _regs_mma(s, C, full.index, 48, 16, a0, acc, acc2)
         full = full.next()
     return acc, acc2, full, release
 
