@@ -19,6 +19,11 @@
    ``a_operand=regs``: two consumers run without reallocation and load A one 16-column K-slice
    at a time (``_mainloop_regs_k16``: 4 registers a set; 128x192 and stream-K pipeline at
    140-163 registers, no spills). One consumer is the default partition and keeps a k-step's
-   sets. Shared-memory A operands are not affected. Seen compiling offline (no GPU needed);
-   not reported upstream yet.
+   sets. Three-box tiles (three register-A wgmmas a slice) stay within it where ptxas allows:
+   two consumers pipeline every width to 128x224 (94-162 registers), but with stream-K spill
+   from 128x176 (4-68 bytes at 168 registers); one consumer with a k-step's sets is serialized
+   again at 64x208 and 64x224 (C7512, although it holds 255 registers; 16-column sets would
+   pipeline them). Rung 8 leaves those out (``SWAP_WIDE_3_ONE``, ``SWAP_WIDE_3_SK``).
+   Shared-memory A operands are not affected. Seen compiling offline (no GPU needed); not
+   reported upstream yet.
 """

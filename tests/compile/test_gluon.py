@@ -296,6 +296,28 @@ def _r8_cases():
             Problem(3790, 5120, 13824),
             dict(tile_n=192, stream_k=True, a_operand="regs"),
         ),
+        # three boxes (A in registers only): one and two consumers, the widest of each, the
+        # widest with stream-K, bf16
+        "regs3-wide-128x152-c1": (
+            Problem(404, 10240, 8192),
+            dict(tile_n=152, a_operand="regs", **swap),
+        ),
+        "regs3-wide-128x224-c2": (
+            Problem(1000, 7168, 4096),
+            dict(tile_n=224, swap_ab=True, a_operand="regs"),
+        ),
+        "regs3-wide-64x200-c1": (
+            Problem(395, 8192, 4096),
+            dict(tile_m=64, tile_n=200, a_operand="regs", **swap),
+        ),
+        "regs3-wide-64x104-c1-bf16": (
+            Problem(101, 4608, 3584, "bf16"),
+            dict(tile_m=64, tile_n=104, a_operand="regs", **swap),
+        ),
+        "regs3-sk-wide-128x168-c1": (
+            Problem(331, 36864, 7168),
+            dict(tile_n=168, stream_k=True, a_operand="regs", **swap),
+        ),
     }
     return [pytest.param(p, o, id=name) for name, (p, o) in shapes.items()]
 
@@ -310,7 +332,8 @@ def _r8_config(kernel, problem, knobs):
 @pytest.mark.parametrize(("problem", "knobs"), _r8_cases())
 def test_r8_code_paths(problem, knobs):
     """Each code path compiles and has the instructions (and only those) it needs: the wgmma
-    width of its tile, one k-step of them in flight and no wgmma serialized by ptxas; A from
+    width of each box of its tile, one k-step of them in flight and no wgmma serialized by
+    ptxas; A from
     shared memory, or from registers ``ldmatrix`` filled (``a_operand=regs``); TMA multicast,
     a cluster launch and remote barrier arrives only with cluster 2; the second consumer
     warpgroup's ``setmaxnreg 232`` only with two consumers (not with A in registers: no
@@ -327,13 +350,13 @@ def test_r8_code_paths(problem, knobs):
     art = kernel.codegen(problem, "sm_90a", config)
     ptx = art.ptx
     assert art.cubin and re.search(r"\.target sm_90a", ptx)
-    # one wgmma width per box of the tile: a two-box wide swap issues both, nothing else
+    # one wgmma width per box of the tile: a two- or three-box tile issues each, nothing else
     widths = {f"m64n{w}k16" for w in config.boxes if w}
     assert set(re.findall(r"wgmma\.mma_async\.sync\.aligned\.(m\d+n\d+k\d+)\.f32", ptx)) == widths
-    # one k-step's wgmmas stay in flight while the next step's issue: one commit group, or
-    # two for a two-box tile (each box's wgmma commits its own)
+    # one k-step's wgmmas stay in flight while the next step's issue: one commit group a box
+    # (each box's wgmma commits its own)
     in_flight = set(re.findall(r"wgmma\.wait_group\.sync\.aligned\s+(\d+)", ptx)) - {"0"}
-    assert in_flight == {"2" if config.boxes[1] else "1"}, config.name
+    assert in_flight == {str(len(widths))}, config.name
     # ... and ptxas keeps it so: no wgmma serialized (C7510-C7515), which it does silently to
     # register-A wgmmas it cannot keep in flight (backends.gluon._workarounds, defect 1)
     log = run_ptxas(ptx, "sm_90a", ptxas=triton_knobs.nvidia.ptxas_blackwell.path).log
@@ -561,14 +584,18 @@ def test_r8_swapped_splits_replace_unswapped_ones():
 
 def test_r8_swapped_stream_k_validity():
     """Stream-K also runs the 128-row wide swaps (every ``SWAP_WIDE`` width, one box or two,
-    cluster 1 and 2, both rasters); 64 and 256 rows, narrow covers, splits and a D^T whose
-    column pitch (N) is not 16-byte aligned are refused with a reason."""
+    cluster 1 and 2, both rasters; three boxes, A in registers, up to ``SWAP_WIDE_3_SK``, raster
+    m); 64 and 256 rows, narrow covers, splits and a D^T whose column pitch (N) is not 16-byte
+    aligned are refused with a reason."""
     r8 = _r8()
     ok = Problem(155, 36864, 7168)
     swapped = [c for c in r8.MENU if c.stream_k and c.swap_ab]
-    assert {(c.tile_m, c.tile_n, c.cluster, c.raster) for c in swapped} == {
+    assert {(c.tile_m, c.tile_n, c.cluster, c.raster) for c in swapped if c.boxes[2] == 0} == {
         (128, w, c, r) for w in r8.SWAP_WIDE for c in (1, 2) for r in "mn"
     }
+    three = {(c.tile_m, c.tile_n, c.cluster, c.raster) for c in swapped if c.boxes[2]}
+    widths = [w for w in r8.SWAP_WIDE_3 if w <= r8.SWAP_WIDE_3_SK]
+    assert three == {(128, w, c, "m") for w in widths for c in (1, 2)} and len(widths) >= 4
     assert all(r8._valid(ok, c) is None for c in swapped)
     base = swapped[0]
     for override in ("tile_m=64", "tile_m=256", "tile_n=32", "split_k=2"):
@@ -597,12 +624,14 @@ def test_r8_says_why_it_chose_each_config():
 
 def test_r8_a_in_registers_twins_the_two_box_tiles_ptxas_pipelines():
     """``a_operand=regs`` is a raster-m twin of exactly the two-box tiles of one or two 64-row
-    consumers (``backends.gluon._workarounds``); elsewhere it is refused with the reason. It is a
-    variant: the tune ranking times it after every A in shared memory, the heuristic never
-    picks it, and its name (unlike the shared-memory one's) says so."""
+    consumers (``backends.gluon._workarounds``), and the only way to run three boxes (the wide
+    swaps of ``SWAP_WIDE_3``, within the widths ptxas keeps in flight and in registers);
+    elsewhere it is refused with the reason. It is a variant: the tune ranking times it after
+    every A in shared memory, the heuristic never picks it, and its name (unlike the
+    shared-memory one's) says so."""
     r8 = _r8()
     p = Problem(300, 8192, 8192)
-    regs = {c for c in r8.MENU if c.a_operand == "regs"}
+    regs = {c for c in r8.MENU if c.a_operand == "regs" and not c.boxes[2]}
     twins = {
         dataclasses.replace(c, a_operand="regs")
         for c in r8.MENU
@@ -613,7 +642,18 @@ def test_r8_a_in_registers_twins_the_two_box_tiles_ptxas_pipelines():
         and c.num_consumers <= 2
     }
     assert regs == twins and len(regs) > 10
-    for c in regs:
+    three = {c for c in r8.MENU if c.boxes[2]}
+    assert {(c.tile_m, c.tile_n, c.cluster, c.stream_k) for c in three} == {
+        (tm, w, cl, sk)
+        for w in r8.SWAP_WIDE_3
+        for tm, cl in r8.WIDE_SWAP_TILES
+        for sk in (False, True)
+        if (tm == 128 or w <= r8.SWAP_WIDE_3_ONE)
+        and (tm == 128 or not sk)
+        and (not sk or w <= r8.SWAP_WIDE_3_SK)
+    }
+    assert all(c.a_operand == "regs" and c.raster == "m" and c.split_k == 1 for c in three)
+    for c in regs | three:
         assert r8._variant(p, c) and "a_operand=regs" in c.name
         assert "a_operand" not in dataclasses.replace(c, a_operand="smem").name
     refused = {
@@ -621,6 +661,15 @@ def test_r8_a_in_registers_twins_the_two_box_tiles_ptxas_pipelines():
         "256 rows": r8.R8Config(256, 144, 1, swap_ab=True, a_operand="regs"),
         "192 rows": r8.R8Config(192, 72, 1, swap_ab=True, a_operand="regs"),
         "unknown": r8.R8Config(64, 160, 1, a_operand="tmem"),
+        "three boxes, A in shared memory": r8.R8Config(128, 152, 1, swap_ab=True),
+        "three boxes unswapped": r8.R8Config(128, 224, 1, a_operand="regs"),
+        "four boxes": r8.R8Config(128, 184, 1, swap_ab=True, a_operand="regs"),
+        "three boxes, one consumer, serialized": r8.R8Config(
+            64, 208, 1, swap_ab=True, a_operand="regs"
+        ),
+        "three boxes, stream-K, spills": r8.R8Config(
+            128, 176, 1, swap_ab=True, stream_k=True, a_operand="regs"
+        ),
     }
     for what, c in refused.items():
         assert c not in r8.MENU and r8._valid(p, c), what
@@ -651,8 +700,9 @@ def test_r8_menu_fits_shared_memory():
     most += len(r8.UNSWAPPED_TWO_BOX) + 2
     # A in registers: a raster-m twin of the two-box tiles of one or two 64-row consumers
     # (test_r8_a_in_registers_twins_the_two_box_tiles_ptxas_pipelines)
+    # (and the three-box wide swaps, A in registers only: five tiles a width at most)
     regs = [c for c in r8.MENU if c.a_operand == "regs"]
-    assert len(regs) <= 60, len(regs)
+    assert len(regs) <= 60 + 5 * len(r8.SWAP_WIDE_3), len(regs)
     assert len(r8.MENU) <= most + len(regs), "a curated menu, not a product"
     for config in r8.MENU:
         if config.tile_m == 256:  # W fp32 accumulators a consumer thread: no wider than 144
@@ -661,8 +711,11 @@ def test_r8_menu_fits_shared_memory():
         if config.tile_m == 192:  # W / 2 a thread of three consumers under CONSUMER_REGS_3
             assert config.wide_swap and config.tile_n <= r8.SWAP_WIDE_192, config.name
             assert config.num_consumers == 3 and config.stages(2) >= 3, config.name
-        head, tail = config.boxes
-        assert head & (head - 1) == 0 and tail & (tail - 1) == 0 and (tail == 0 or tail >= 8)
+        head, tail, tail2 = config.boxes
+        assert all(w & (w - 1) == 0 and (w == 0 or w >= 8) for w in config.boxes), config.name
+        assert head > tail > tail2 or (tail2 == 0 and (head > tail or tail == 0)), config.name
+        if tail2:  # three boxes: wide swaps, A in registers
+            assert config.wide_swap and config.a_operand == "regs", config.name
         # two boxes: wide swaps, and unswapped 96, 160 and 192, unsplit, priced by their own
         # efficiencies (``ueff:``), not the wide swaps' of their size, else tune-only
         if tail and not config.swap_ab:

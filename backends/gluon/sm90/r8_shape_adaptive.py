@@ -33,6 +33,9 @@ Changes from rung 7 (``multi_consumer``):
     read it from shared memory; two register sets in turn keep one k-step in flight
     (``_mainloop_regs``), or with two consumers one 16-column K-slice, without register
     reallocation (``_mainloop_regs_k16``; ptxas: ``backends.gluon._workarounds``);
+  * three-box wide swaps (``SWAP_WIDE_3``: 152 = 128 + 16 + 8, ...; A in registers only, so
+    the third box costs only its B): a third B ring, wgmma, accumulator and D box;
+    ``TAIL2_N`` > 0 compiles that in;
   * ``split_k`` (few tiles, long K): work units run over (split, tile); split s reduces the
     k-tiles ``[s*kt//S, (s+1)*kt//S)`` and TMA-stores fp32 partials into its own slice of a
     workspace allocated at compile time; ``splitk_reduce_kernel`` then sums the S slices in
@@ -86,12 +89,13 @@ Shared memory per CTA (2-byte operands, BLOCK_K = 64; budget 224 KiB + barriers 
   | wide swap 64x72 .. 64x256 | 17 .. 40 KiB | 9 .. 32 KiB / - | 12 .. 4 / - |
   | wide swap 256x72 .. 256x144 | 41 .. 50 KiB | 36 .. 72 KiB / - | 4 .. 3 / - |
   | wide swap 192x72 .. 192x160 | 33 .. 44 KiB | 27 .. 60 KiB / - | 5 .. 3 / - |
+  | three-box swap 128x88 .. 128x224 | 27 .. 44 KiB | 22 .. 56 KiB / - | 7 .. 3 / - |
 
 Barriers (per stage s; the pair barrier exists only with ``CLUSTER = 2``):
 
   | name | count | arrives | waits | means |
   | --- | --- | --- | --- | --- |
-  | ``ab_full`` | 1 + tx bytes | producer expect; TMA | every consumer | A boxes + B landed |
+  | ``ab_full`` | 1 + tx bytes | producer expect; TMA | every consumer | A + B boxes landed |
   | ``ab_empty`` | NUM_CONSUMERS | each consumer (1 elected) | own producer | stage s free |
   | ``b_empty`` | NUM_CONSUMERS x 2 CTAs | all consumers, remote | lead producer | B free in both |
 
@@ -189,13 +193,17 @@ class Smem:
     a_desc: tma.tensor_descriptor
     b_desc: tma.tensor_descriptor
     b2_desc: tma.tensor_descriptor
+    b3_desc: tma.tensor_descriptor
     c_desc: tma.tensor_descriptor
     c2_desc: tma.tensor_descriptor
+    c3_desc: tma.tensor_descriptor
     a_bufs: gl.shared_memory_descriptor
     b_bufs: gl.shared_memory_descriptor
     b2_bufs: gl.shared_memory_descriptor
+    b3_bufs: gl.shared_memory_descriptor
     c_smem: gl.shared_memory_descriptor
     c2_smem: gl.shared_memory_descriptor
+    c3_smem: gl.shared_memory_descriptor
     w_ptr: gl.tensor
     ab_full: gl.shared_memory_descriptor
     ab_empty: gl.shared_memory_descriptor
@@ -213,6 +221,7 @@ class Smem:
     SWAP_AB: gl.constexpr
     PERSISTENT: gl.constexpr
     TAIL_N: gl.constexpr
+    TAIL2_N: gl.constexpr
     ROWS_FIRST: gl.constexpr
     A_REGS: gl.constexpr
 
@@ -222,13 +231,17 @@ class Smem:
         a_desc,
         b_desc,
         b2_desc,
+        b3_desc,
         c_desc,
         c2_desc,
+        c3_desc,
         a_bufs,
         b_bufs,
         b2_bufs,
+        b3_bufs,
         c_smem,
         c2_smem,
+        c3_smem,
         w_ptr,
         ab_full,
         ab_empty,
@@ -246,19 +259,24 @@ class Smem:
         SWAP_AB,
         PERSISTENT,
         TAIL_N,
+        TAIL2_N,
         ROWS_FIRST,
         A_REGS,
     ):
         self.a_desc = a_desc
         self.b_desc = b_desc
         self.b2_desc = b2_desc
+        self.b3_desc = b3_desc
         self.c_desc = c_desc
         self.c2_desc = c2_desc
+        self.c3_desc = c3_desc
         self.a_bufs = a_bufs
         self.b_bufs = b_bufs
         self.b2_bufs = b2_bufs
+        self.b3_bufs = b3_bufs
         self.c_smem = c_smem
         self.c2_smem = c2_smem
+        self.c3_smem = c3_smem
         self.w_ptr = w_ptr
         self.ab_full = ab_full
         self.ab_empty = ab_empty
@@ -276,6 +294,7 @@ class Smem:
         self.SWAP_AB = gl.constexpr(SWAP_AB)
         self.PERSISTENT = gl.constexpr(PERSISTENT)
         self.TAIL_N = gl.constexpr(TAIL_N)
+        self.TAIL2_N = gl.constexpr(TAIL2_N)
         self.ROWS_FIRST = gl.constexpr(ROWS_FIRST)
         self.A_REGS = gl.constexpr(A_REGS)
 
@@ -286,7 +305,7 @@ def _num_units(s: Smem):
     """Work units the persistent programs stride over: tiles x K splits, or with stream-K the
     data-parallel tiles plus two tail segments per program (``harness.tile_cost.StreamK``)."""
     TILE_M: gl.constexpr = s.a_desc.block_shape[0] * s.NUM_CONSUMERS  # the cluster tile
-    TILE_N: gl.constexpr = s.b_desc.block_shape[0] + s.TAIL_N
+    TILE_N: gl.constexpr = s.b_desc.block_shape[0] + s.TAIL_N + s.TAIL2_N
     tiles = gl.cdiv(s.M, TILE_M) * gl.cdiv(s.N, TILE_N)
     if s.STREAM_K:
         programs = gl.num_programs(0)
@@ -304,7 +323,7 @@ def _unit(s: Smem, unit):
     segment whose fp32 partial goes to workspace slot ``slot`` (-1: the whole tile, to D). An
     empty segment has first == end: both roles then skip the unit."""
     TILE_M: gl.constexpr = s.a_desc.block_shape[0] * s.NUM_CONSUMERS
-    TILE_N: gl.constexpr = s.b_desc.block_shape[0] + s.TAIL_N
+    TILE_N: gl.constexpr = s.b_desc.block_shape[0] + s.TAIL_N + s.TAIL2_N
     TILE_K: gl.constexpr = s.a_desc.block_shape[1]
     num_tiles_m = gl.cdiv(s.M, TILE_M)
     num_tiles_n = gl.cdiv(s.N, TILE_N)
@@ -364,8 +383,12 @@ def _tail_programs(sk_tiles, k_tiles, programs):
 def _load_tile(s: Smem, unit, empty):
     BOX_M: gl.constexpr = s.a_desc.block_shape[0]  # one consumer's cluster rows
     TILE_K: gl.constexpr = s.a_desc.block_shape[1]
-    # B's bytes: both boxes when the tile is two boxes wide (a one-box tile's b2 is b again)
-    B_BYTES: gl.constexpr = s.b_desc.nbytes_per_cta + s.b2_desc.nbytes_per_cta * (s.TAIL_N > 0)
+    # B's bytes: every box of the tile (a one-box tile's b2 is b again, a two-box tile's b3 b2)
+    B_BYTES: gl.constexpr = (
+        s.b_desc.nbytes_per_cta
+        + s.b2_desc.nbytes_per_cta * (s.TAIL_N > 0)
+        + s.b3_desc.nbytes_per_cta * (s.TAIL2_N > 0)
+    )
     off_m, off_n, k_lo, k_hi, _, _ = _unit(s, unit)
     for kk in range(k_lo, k_hi):  # an empty stream-K segment loads nothing
         mbarrier.wait(s.ab_empty.index(empty.index), empty.phase)
@@ -394,6 +417,14 @@ def _load_tile(s: Smem, unit, empty):
                 [off_n + s.b_desc.block_shape[0], kk * TILE_K],
                 full,
                 s.b2_bufs.index(empty.index),
+                multicast=s.CLUSTER == 2,
+            )
+        if s.TAIL2_N > 0:
+            tma.async_load(
+                s.b3_desc,
+                [off_n + s.b_desc.block_shape[0] + s.TAIL_N, kk * TILE_K],
+                full,
+                s.b3_bufs.index(empty.index),
                 multicast=s.CLUSTER == 2,
             )
         empty = empty.next()
@@ -434,14 +465,14 @@ def _release(s: Smem, release):
 
 @gluon.jit
 def _regs_mma(
-    s: Smem, C: gl.constexpr, stage, K0: gl.constexpr, KW: gl.constexpr, a_prev, acc, acc2
+    s: Smem, C: gl.constexpr, stage, K0: gl.constexpr, KW: gl.constexpr, a_prev, acc, acc2, acc3
 ):
     """K-columns [K0, K0 + KW) of a ring stage with A in registers: consumer C's A slice
-    ``ldmatrix``-ed once (an A operand's layout does not depend on N, so both boxes' wgmmas
-    read it), the two wgmmas on the matching rows of B, then the previous call's retire.
+    ``ldmatrix``-ed once (an A operand's layout does not depend on N, so every box's wgmma
+    reads it), one wgmma per box on the matching rows of B, then the previous call's retire.
     ``a_prev``, the registers the previous call's wgmmas read, stays live until that wait:
     ptxas keeps in-flight wgmma operands only as long as the program does (this load must not
-    land in them)."""
+    land in them). A two-box tile passes its tail accumulator for ``acc3`` too (unused)."""
     HEAD_N: gl.constexpr = s.b_desc.block_shape[0]
     a_smem = s.a_bufs.index(s.NUM_CONSUMERS * stage + C).slice(K0, KW, dim=1)
     a = a_smem.load(gl.DotOperandLayout(0, _acc_layout(s, HEAD_N), 2))
@@ -449,21 +480,28 @@ def _regs_mma(
     b2 = s.b2_bufs.index(stage).slice(K0, KW, dim=1).permute((1, 0))
     acc = warpgroup_mma(a, b, acc, is_async=True)
     acc2 = warpgroup_mma(a, b2, acc2, is_async=True)
-    acc, acc2, a, a_prev, b, b2 = warpgroup_mma_wait(
-        num_outstanding=2, deps=(acc, acc2, a, a_prev, b, b2)
-    )
-    return a, acc, acc2
+    if s.TAIL2_N > 0:  # a third box: its wgmma reads the same A registers
+        b3 = s.b3_bufs.index(stage).slice(K0, KW, dim=1).permute((1, 0))
+        acc3 = warpgroup_mma(a, b3, acc3, is_async=True)
+        acc, acc2, acc3, a, a_prev, b, b2, b3 = warpgroup_mma_wait(
+            num_outstanding=3, deps=(acc, acc2, acc3, a, a_prev, b, b2, b3)
+        )
+    else:
+        acc, acc2, a, a_prev, b, b2 = warpgroup_mma_wait(
+            num_outstanding=2, deps=(acc, acc2, a, a_prev, b, b2)
+        )
+    return a, acc, acc2, acc3
 
 
 @gluon.jit
-def _regs_step(s: Smem, C: gl.constexpr, a_prev, acc, acc2, full):
+def _regs_step(s: Smem, C: gl.constexpr, a_prev, acc, acc2, acc3, full):
     """One whole k-step with A in registers (``_regs_mma``), once its stage has landed."""
     mbarrier.wait(s.ab_full.index(full.index), full.phase)
-    return _regs_mma(s, C, full.index, 0, s.a_desc.block_shape[1], a_prev, acc, acc2)
+    return _regs_mma(s, C, full.index, 0, s.a_desc.block_shape[1], a_prev, acc, acc2, acc3)
 
 
 @gluon.jit
-def _mainloop_regs(s: Smem, C: gl.constexpr, k_lo, k_hi, acc, acc2, full, release):
+def _mainloop_regs(s: Smem, C: gl.constexpr, k_lo, k_hi, acc, acc2, acc3, full, release):
     """The k-loop of ``a_operand=regs`` for one consumer: as the shared-memory loop, one k-step
     in flight (a lone consumer has nothing to hide a shorter step's issue behind),
     but unrolled by two so that consecutive steps load A into two register sets (``a0``,
@@ -473,24 +511,24 @@ def _mainloop_regs(s: Smem, C: gl.constexpr, k_lo, k_hi, acc, acc2, full, releas
     last step in flight, as the shared-memory loop does."""
     # The first step: nothing older is in flight, so its wait retires nothing and there is
     # no previous register set to keep (the tail accumulator stands in for it).
-    a0, acc, acc2 = _regs_step(s, C, acc2, acc, acc2, full)
+    a0, acc, acc2, acc3 = _regs_step(s, C, acc2, acc, acc2, acc3, full)
     full = full.next()
     for _ in range(k_lo + 1, k_hi - 1, 2):
-        a1, acc, acc2 = _regs_step(s, C, a0, acc, acc2, full)
+        a1, acc, acc2, acc3 = _regs_step(s, C, a0, acc, acc2, acc3, full)
         release = _release(s, release)
         full = full.next()
-        a0, acc, acc2 = _regs_step(s, C, a1, acc, acc2, full)
+        a0, acc, acc2, acc3 = _regs_step(s, C, a1, acc, acc2, acc3, full)
         release = _release(s, release)
         full = full.next()
     if (k_hi - k_lo) % 2 == 0:
-        a1, acc, acc2 = _regs_step(s, C, a0, acc, acc2, full)
+        a1, acc, acc2, acc3 = _regs_step(s, C, a0, acc, acc2, acc3, full)
         release = _release(s, release)
         full = full.next()
-    return acc, acc2, full, release
+    return acc, acc2, acc3, full, release
 
 
 @gluon.jit
-def _mainloop_regs_k16(s: Smem, C: gl.constexpr, k_lo, k_hi, acc, acc2, full, release):
+def _mainloop_regs_k16(s: Smem, C: gl.constexpr, k_lo, k_hi, acc, acc2, acc3, full, release):
     """The k-loop of ``a_operand=regs`` for two consumers: register sets of one 16-column
     K-slice (4 registers a thread, not a k-step's 16), two in turn, one slice in flight. With a
     k-step's sets ptxas serialized the wgmmas of tiles wider than 136 (the accumulators and two
@@ -499,20 +537,20 @@ def _mainloop_regs_k16(s: Smem, C: gl.constexpr, k_lo, k_hi, acc, acc2, full, re
     goes back once its last slice retires: at the next stage's first wait."""
     mbarrier.wait(s.ab_full.index(full.index), full.phase)
     # Nothing is in flight before the first slice (the tail accumulator stands in for a set).
-    a0, acc, acc2 = _regs_mma(s, C, full.index, 0, 16, acc2, acc, acc2)
-    a1, acc, acc2 = _regs_mma(s, C, full.index, 16, 16, a0, acc, acc2)
-    a0, acc, acc2 = _regs_mma(s, C, full.index, 32, 16, a1, acc, acc2)
-    a1, acc, acc2 = _regs_mma(s, C, full.index, 48, 16, a0, acc, acc2)
+    a0, acc, acc2, acc3 = _regs_mma(s, C, full.index, 0, 16, acc2, acc, acc2, acc3)
+    a1, acc, acc2, acc3 = _regs_mma(s, C, full.index, 16, 16, a0, acc, acc2, acc3)
+    a0, acc, acc2, acc3 = _regs_mma(s, C, full.index, 32, 16, a1, acc, acc2, acc3)
+    a1, acc, acc2, acc3 = _regs_mma(s, C, full.index, 48, 16, a0, acc, acc2, acc3)
     full = full.next()
     for _ in range(k_lo + 1, k_hi):
         mbarrier.wait(s.ab_full.index(full.index), full.phase)
-        a0, acc, acc2 = _regs_mma(s, C, full.index, 0, 16, a1, acc, acc2)
+        a0, acc, acc2, acc3 = _regs_mma(s, C, full.index, 0, 16, a1, acc, acc2, acc3)
         release = _release(s, release)
-        a1, acc, acc2 = _regs_mma(s, C, full.index, 16, 16, a0, acc, acc2)
-        a0, acc, acc2 = _regs_mma(s, C, full.index, 32, 16, a1, acc, acc2)
-        a1, acc, acc2 = _regs_mma(s, C, full.index, 48, 16, a0, acc, acc2)
+        a1, acc, acc2, acc3 = _regs_mma(s, C, full.index, 16, 16, a0, acc, acc2, acc3)
+        a0, acc, acc2, acc3 = _regs_mma(s, C, full.index, 32, 16, a1, acc, acc2, acc3)
+        a1, acc, acc2, acc3 = _regs_mma(s, C, full.index, 48, 16, a0, acc, acc2, acc3)
         full = full.next()
-    return acc, acc2, full, release
+    return acc, acc2, acc3, full, release
 
 
 @gluon.jit
@@ -524,13 +562,20 @@ def _mma_tile(s: Smem, unit, C: gl.constexpr, full, release):
         acc = gl.zeros([BOX_M, HEAD_N], gl.float32, _acc_layout(s, HEAD_N))
         if s.TAIL_N > 0:  # a tile two boxes wide: a second wgmma per k-step, on the tail box
             acc2 = gl.zeros([BOX_M, s.TAIL_N], gl.float32, _acc_layout(s, s.TAIL_N))
-        if s.A_REGS and s.NUM_CONSUMERS == 2:  # two-box, A read once, from registers
-            acc, acc2, full, release = _mainloop_regs_k16(
-                s, C, k_lo, k_hi, acc, acc2, full, release
+        if s.TAIL2_N > 0:  # three boxes wide (A in registers only): a third wgmma
+            acc3 = gl.zeros([BOX_M, s.TAIL2_N], gl.float32, _acc_layout(s, s.TAIL2_N))
+        elif s.A_REGS:
+            acc3 = acc2  # the register loops' third accumulator, unused with two boxes
+        if s.A_REGS and s.NUM_CONSUMERS == 2:  # A read once, from registers
+            acc, acc2, acc3, full, release = _mainloop_regs_k16(
+                s, C, k_lo, k_hi, acc, acc2, acc3, full, release
             )
         elif s.A_REGS:
-            acc, acc2, full, release = _mainloop_regs(s, C, k_lo, k_hi, acc, acc2, full, release)
+            acc, acc2, acc3, full, release = _mainloop_regs(
+                s, C, k_lo, k_hi, acc, acc2, acc3, full, release
+            )
         else:
+            gl.static_assert(s.TAIL2_N == 0)  # three boxes read A from registers only
             for kk in range(k_lo, k_hi):
                 mbarrier.wait(s.ab_full.index(full.index), full.phase)
                 a = s.a_bufs.index(s.NUM_CONSUMERS * full.index + C)
@@ -550,7 +595,9 @@ def _mma_tile(s: Smem, unit, C: gl.constexpr, full, release):
                 if kk > k_lo:
                     release = _release(s, release)
                 full = full.next()
-        if s.TAIL_N > 0:
+        if s.TAIL2_N > 0:
+            acc, acc2, acc3 = warpgroup_mma_wait(num_outstanding=0, deps=(acc, acc2, acc3))
+        elif s.TAIL_N > 0:
             acc, acc2 = warpgroup_mma_wait(num_outstanding=0, deps=(acc, acc2))
         else:
             acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc,))
@@ -559,10 +606,15 @@ def _mma_tile(s: Smem, unit, C: gl.constexpr, full, release):
             _store_partial(s, acc, slot, C, 0)
             if s.TAIL_N > 0:
                 _store_partial(s, acc2, slot, C, HEAD_N)
+            if s.TAIL2_N > 0:
+                _store_partial(s, acc3, slot, C, HEAD_N + s.TAIL_N)
         else:
             _store_tile(s, acc, off_m, off_n, split, C)
             if s.TAIL_N > 0:
-                _store_tail(s, acc2, off_m, off_n, split, C)
+                _store_tail(s, acc2, s.c2_desc, s.c2_smem, off_m, off_n, split, C, HEAD_N)
+            if s.TAIL2_N > 0:
+                col: gl.constexpr = HEAD_N + s.TAIL_N
+                _store_tail(s, acc3, s.c3_desc, s.c3_smem, off_m, off_n, split, C, col)
     return full, release
 
 
@@ -573,7 +625,7 @@ def _store_partial(s: Smem, acc, slot, C: gl.constexpr, COL0: gl.constexpr):
     two-box wide swap stores its tail box's columns from ``COL0`` on. Only the tail's few
     segments take this path, so the D epilogue's shared buffers stay fp16-sized."""
     BOX_M: gl.constexpr = s.a_desc.block_shape[0]
-    TILE_N: gl.constexpr = s.b_desc.block_shape[0] + s.TAIL_N  # a slot row: the whole tile
+    TILE_N: gl.constexpr = s.b_desc.block_shape[0] + s.TAIL_N + s.TAIL2_N  # a slot row: all of it
     WIDTH: gl.constexpr = acc.shape[1]
     TILE_M: gl.constexpr = BOX_M * s.NUM_CONSUMERS
     layout: gl.constexpr = acc.type.layout
@@ -623,23 +675,22 @@ def _store_tile(s: Smem, acc, off_m, off_n, split, C: gl.constexpr):
 
 
 @gluon.jit
-def _store_tail(s: Smem, acc2, off_m, off_n, split, C: gl.constexpr):
-    """A two-box tile's second box, after its first (``_store_tile``, whose ``store_wait``
-    covered this buffer too: the previous tile's tail store is done), into the same split's
-    slice of the workspace as the first: swapped, D's rows below the head box's; unswapped,
-    D's columns right of them."""
+def _store_tail(s: Smem, acc, desc, bufs, off_m, off_n, split, C: gl.constexpr, COL0: gl.constexpr):
+    """A tile's second or third box (through ``desc`` from its buffers ``bufs``), after its
+    first (``_store_tile``, whose ``store_wait`` covered these buffers too: the previous
+    tile's tail stores are done), into the same split's slice of the workspace as the first:
+    swapped, D's rows ``COL0`` below the head box's; unswapped, D's columns right of them."""
     BOX_M: gl.constexpr = s.a_desc.block_shape[0]
-    HEAD_N: gl.constexpr = s.b_desc.block_shape[0]
     row0 = split * s.split_rows  # 0 without split-K
-    c2_smem = s.c2_smem.index(C)
+    c_smem = bufs.index(C)
     if s.SWAP_AB:
-        c2_smem.store(gl.permute(acc2.to(s.c2_desc.dtype), (1, 0)))
+        c_smem.store(gl.permute(acc.to(desc.dtype), (1, 0)))
         fence_async_shared()
-        tma.async_store(s.c2_desc, [row0 + off_n + HEAD_N, off_m + C * BOX_M], c2_smem)
+        tma.async_store(desc, [row0 + off_n + COL0, off_m + C * BOX_M], c_smem)
     else:
-        c2_smem.store(acc2.to(s.c2_desc.dtype))
+        c_smem.store(acc.to(desc.dtype))
         fence_async_shared()
-        tma.async_store(s.c2_desc, [row0 + off_m + C * BOX_M, off_n + HEAD_N], c2_smem)
+        tma.async_store(desc, [row0 + off_m + C * BOX_M, off_n + COL0], c_smem)
 
 
 @gluon.jit
@@ -668,8 +719,10 @@ def r8_shape_adaptive_kernel(
     a_desc,
     b_desc,
     b2_desc,
+    b3_desc,
     c_desc,
     c2_desc,
+    c3_desc,
     w_ptr,
     M,
     N,
@@ -684,6 +737,7 @@ def r8_shape_adaptive_kernel(
     SWAP_AB: gl.constexpr,
     PERSISTENT: gl.constexpr,
     TAIL_N: gl.constexpr,
+    TAIL2_N: gl.constexpr,
     ROWS_FIRST: gl.constexpr,
     A_REGS: gl.constexpr,
     PRODUCER_WARPS: gl.constexpr,
@@ -723,6 +777,21 @@ def r8_shape_adaptive_kernel(
     else:
         b2_bufs = b_bufs
         c2_smem = c_smem
+    # A third box (TAIL2_N > 0: a three-box wide swap, A in registers) likewise.
+    if TAIL2_N > 0:
+        b3_bufs = gl.allocate_shared_memory(
+            dtype,
+            [NUM_STAGES] + b3_desc.block_shape,  # noqa: RUF005
+            b3_desc.layout,
+        )
+        c3_smem = gl.allocate_shared_memory(
+            c3_desc.dtype,
+            [NUM_CONSUMERS] + c3_desc.block_shape,  # noqa: RUF005
+            c3_desc.layout,
+        )
+    else:
+        b3_bufs = b2_bufs
+        c3_smem = c2_smem
     # -- barriers --
     ab_full = mbarrier.allocate_mbarrier(batch=NUM_STAGES)
     ab_empty = mbarrier.allocate_mbarrier(batch=NUM_STAGES)
@@ -740,13 +809,17 @@ def r8_shape_adaptive_kernel(
         a_desc,
         b_desc,
         b2_desc,
+        b3_desc,
         c_desc,
         c2_desc,
+        c3_desc,
         a_bufs,
         b_bufs,
         b2_bufs,
+        b3_bufs,
         c_smem,
         c2_smem,
+        c3_smem,
         w_ptr,
         ab_full,
         ab_empty,
@@ -764,6 +837,7 @@ def r8_shape_adaptive_kernel(
         SWAP_AB,
         PERSISTENT,
         TAIL_N,
+        TAIL2_N,
         ROWS_FIRST,
         A_REGS,
     )
@@ -922,13 +996,17 @@ class R8Config(GemmConfig):
         return self.tile_m // self.num_consumers
 
     @property
-    def boxes(self) -> tuple[int, int]:
-        """(head, tail): the columns of the tile's two B (and D) boxes. TMA boxes and Triton's
-        blocks are powers of two, so a wide swap of another width is two boxes, each with its
-        own wgmma and accumulator (144 = 128 + 16), as is an unswapped 160 or 192 (128 + 32,
-        128 + 64); tail 0: one box."""
+    def boxes(self) -> tuple[int, int, int]:
+        """(head, tail, tail2): the columns of the tile's B (and D) boxes, largest first. TMA
+        boxes and Triton's blocks are powers of two, so a wide swap of another width is two
+        boxes, each with its own wgmma and accumulator (144 = 128 + 16), as is an unswapped
+        160 or 192 (128 + 32, 128 + 64), or with A in registers three (152 = 128 + 16 + 8,
+        ``SWAP_WIDE_3``); tail 0: one box, tail2 0: at most two. A width of four or more
+        powers of two leaves a tail2 that is not one (refused by ``_valid``)."""
         head = 1 << (self.tile_n.bit_length() - 1)
-        return head, self.tile_n - head
+        rest = self.tile_n - head
+        tail = 1 << (rest.bit_length() - 1) if rest else 0
+        return head, tail, rest - tail
 
     @property
     def epi_n(self) -> int:
@@ -982,7 +1060,7 @@ def _menu() -> tuple[R8Config, ...]:
         menu.append(R8Config(tm, tn, cluster))
     menu += [R8Config(128, 192, cluster, stream_k=True) for cluster in (1, 2)]
     for tn in SWAP_WIDE:
-        for tm, cluster in ((128, 2), (128, 1), (64, 1)):
+        for tm, cluster in WIDE_SWAP_TILES:
             menu += [R8Config(tm, tn, cluster, swap_ab=True, raster=r) for r in ("m", "n")]
     for tn in (w for w in SWAP_WIDE if w <= SWAP_WIDE_256):
         for cluster in (2, 1):
@@ -1017,18 +1095,30 @@ def _menu() -> tuple[R8Config, ...]:
         for c in menu
         if c.raster == "m" and _regs_reason(c) is None
     ]
+    # Three boxes, A in registers only: the wide swaps of the widths two boxes cannot make
+    # (``SWAP_WIDE_3``), as the two-box ones but raster m only and unsplit; variants until
+    # timed (README, "Twenty-fourth version").
+    for tn in SWAP_WIDE_3:
+        three = [R8Config(tm, tn, cl, swap_ab=True, a_operand="regs") for tm, cl in WIDE_SWAP_TILES]
+        three += [dataclasses.replace(c, stream_k=True) for c in three if c.tile_m == 128]
+        menu += [c for c in three if _regs_reason(c) is None]
     return tuple(menu)
 
 
 def _regs_reason(config: R8Config) -> str | None:
-    """Why ``config`` cannot take A from registers (None: it can): only a two-box tile reads A
-    twice; a 128-row consumer (256-row tiles) issues two m64 wgmmas on different rows anyway;
-    three consumers share 128 registers a thread without reallocation, which ptxas needs to
-    keep register-A wgmmas in flight in a worker partition (``backends.gluon._workarounds``)."""
+    """Why ``config`` cannot take A from registers (None: it can): only a tile of two or three
+    boxes reads A more than once; a 128-row consumer (256-row tiles) issues two m64 wgmmas on
+    different rows anyway; three consumers share 128 registers a thread without reallocation,
+    which ptxas needs to keep register-A wgmmas in flight in a worker partition; and two
+    limits of three boxes where ptxas runs out of registers (``backends.gluon._workarounds``)."""
     if not config.boxes[1]:
-        return "A in registers: two-box tiles only (one box reads A once)"
+        return "A in registers: tiles of two or three boxes only (one box reads A once)"
     if config.consumer_rows != SUB_M or config.num_consumers > 2:
         return "A in registers: one or two consumers of 64 rows"
+    if config.boxes[2] and config.num_consumers == 1 and config.tile_n > SWAP_WIDE_3_ONE:
+        return f"three boxes on one consumer: up to {SWAP_WIDE_3_ONE} wide (ptxas serializes)"
+    if config.boxes[2] and config.stream_k and config.tile_n > SWAP_WIDE_3_SK:
+        return f"three boxes with stream-K: up to {SWAP_WIDE_3_SK} wide (registers spill)"
     return None
 
 
@@ -1037,6 +1127,19 @@ def _regs_reason(config: R8Config) -> str | None:
 #: share of its column tiles to the next of them: 338 rows as 2 x 192, where CuTeDSL, with
 #: every multiple of 8, runs 2 x 176).
 SWAP_WIDE = (72, 80, 96, 128, 136, 144, 160, 192, 256)
+#: Widths of three boxes, the sums of three powers of two from 8 up (88, 104, 112, 152, 168,
+#: 176, 200, 208, 224): with A in registers a box's wgmma reads no A from shared memory, so a
+#: third box costs only its B; M's share of its column tiles then comes within 8 columns as
+#: often as the CuTeDSL rung 8's one-box widths (every multiple of 8) do but for 120, 184,
+#: 232, 240 and 248. Wide swaps with ``a_operand=regs`` only.
+SWAP_WIDE_3 = tuple(w for w in range(72, 257, 8) if (w // 8).bit_count() == 3)
+#: The widest three-box tile of one consumer: with a k-step's register sets ptxas serializes the
+#: register-A wgmmas of 64x208 and 64x224 (C7512; ``backends.gluon._workarounds``).
+SWAP_WIDE_3_ONE = 200
+#: The widest three-box stream-K tile: from 176 its partial's stores spill at 168 registers.
+SWAP_WIDE_3_SK = 168
+#: (tile_m, cluster) of the wide swaps (one, two or three boxes).
+WIDE_SWAP_TILES = ((128, 2), (128, 1), (64, 1))
 #: The widest wide swap split over K: its fp32 D^T buffers (128 x W x 4 bytes, 64 KiB at 128)
 #: leave a ring of five stages or more.
 SWAP_WIDE_SPLIT = 128
@@ -1093,9 +1196,14 @@ def _valid(problem: Problem, config: R8Config) -> str | None:
         return f"192 rows a CTA: only a wide swap up to {SWAP_WIDE_192} columns (registers)"
     if config.raster != "m" and not config.wide_swap:
         return "raster n walks a wide swap's rows first; other tiles walk M (raster m only)"
-    tail = config.boxes[1]
-    if tail & (tail - 1) or 0 < tail < 8:
-        return f"tile_n = {config.tile_n}: two boxes of powers of two, 8..128 + 8 wide"
+    _, tail, tail2 = config.boxes
+    if tail2 & (tail2 - 1) or 0 < min(tail, tail2 or tail) < 8:
+        return f"tile_n = {config.tile_n}: up to three boxes of powers of two, 8 wide or more"
+    if tail2 and not (config.a_operand == "regs" and config.wide_swap):
+        return (
+            f"tile_n = {config.tile_n}: three boxes only as a wide swap with A in registers "
+            "(each box's wgmma would read A from shared memory)"
+        )
     if tail and not config.swap_ab and (config.tile_n not in WIDE_UNSWAPPED or config.split_k > 1):
         return f"tile_n = {config.tile_n} unswapped: two boxes only {WIDE_UNSWAPPED} wide, unsplit"
     if config.stream_k and (config.split_k > 1 or problem.n % 8):
@@ -1293,16 +1401,16 @@ def plan(problem: Problem, num_sms: int, config: R8Config) -> Plan:
     out_dtype = "fp32" if split else problem.dtype
     cta = ((1, 0),) if config.cluster == 2 else ()
     a_op, b_op = ("b", "a") if config.swap_ab else ("a", "b")
-    head, tail = config.boxes
+    head, tail, tail2 = config.boxes
     b_cta = ((0, 0),) if config.cluster == 2 else ()  # multicast: each CTA holds the whole box
     c_cta = cta
     if config.swap_ab:  # D's box is the transposed tile: [tile_n rows of D, box_m columns]
-        c_box, c2_box = (head, box_m), (tail, box_m)
+        c_box, c2_box, c3_box = (head, box_m), (tail, box_m), (tail2, box_m)
         c_cta = ((0, 1),) if config.cluster == 2 else ()  # the CTAs split D's columns
     elif tail:  # an unswapped two-box tile: D's head columns, then its tail's, side by side
-        c_box, c2_box = (box_m, head), (box_m, tail)
+        c_box, c2_box, c3_box = (box_m, head), (box_m, tail), (box_m, tail2)
     else:
-        c_box = c2_box = (box_m, config.epi_n)
+        c_box = c2_box = c3_box = (box_m, config.epi_n)
     tiles = cdiv(rows, box_m * config.num_consumers) * cdiv(cols, config.tile_n) * config.split_k
     programs = num_sms // config.cluster
     # Stream-K always runs one program per SM (cluster): its tail is spread over all of them.
@@ -1310,13 +1418,17 @@ def plan(problem: Problem, num_sms: int, config: R8Config) -> Plan:
     c_op, c_dtype = ("w", out_dtype) if split else ("c", None)
     b = Desc(b_op, (head, BLOCK_K), b_cta)
     c = Desc(c_op, c_box, c_cta, dtype=c_dtype)
+    b2 = Desc(b_op, (tail, BLOCK_K), b_cta) if tail else b  # a one-box tile: unused
+    c2 = Desc(c_op, c2_box, c_cta, dtype=c_dtype) if tail else c
     return Plan(
         args=(
             Desc(a_op, (box_m, BLOCK_K), cta),
             b,
-            Desc(b_op, (tail, BLOCK_K), b_cta) if tail else b,  # a one-box tile: unused
+            b2,
+            Desc(b_op, (tail2, BLOCK_K), b_cta) if tail2 else b2,  # at most two boxes: unused
             c,
-            Desc(c_op, c2_box, c_cta, dtype=c_dtype) if tail else c,
+            c2,
+            Desc(c_op, c3_box, c_cta, dtype=c_dtype) if tail2 else c2,
             # stream-K's partials; any other config ignores it (D stands in)
             Ptr("w", dtype="fp32") if config.stream_k else Ptr("c"),
             rows,
@@ -1334,6 +1446,7 @@ def plan(problem: Problem, num_sms: int, config: R8Config) -> Plan:
             SWAP_AB=config.swap_ab,
             PERSISTENT=persistent,
             TAIL_N=tail,
+            TAIL2_N=tail2,
             ROWS_FIRST=rows_first(config),
             A_REGS=config.a_operand == "regs",
             PRODUCER_WARPS=PRODUCER_WARPS,
