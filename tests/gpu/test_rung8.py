@@ -218,6 +218,30 @@ def test_a_in_registers_is_correct(spec: KernelSpec, shard: str | None) -> None:
     _check_forced(spec, names, ["ragged", *REGS_K, *MID_M], shard)
 
 
+#: Mid-size M whose wide swaps leave N's row tiles a partial last wave (stream-K's tail split
+#: over K), with the two- and three-box widths' M: 300x7168x16384 and 200x4096x14336 from
+#: ``TAILS``, 155x36864x7168 (288 tiles of 128x160), ragged M, N and K.
+REGS_TAILS = ["300x7168x16384", "200x4096x14336", "155x36864x7168", "331x17000x3000"]
+
+
+@pytest.mark.parametrize("spec", SPECS, ids=[s.id for s in SPECS])
+def test_a_in_registers_stream_k_is_correct(spec: KernelSpec, shard: str | None) -> None:
+    """Every stream-K config with A in registers (Gluon: the register loops under a tail split
+    over K, two or three boxes a partial) on smoke, a held-out random suite and ``REGS_TAILS``,
+    each config with a tail at two problems or more."""
+    names = [
+        n
+        for n in _menu(spec)
+        if _values(n).get("a_operand") == "regs" and _values(n)["stream_k"] == "1"
+    ]
+    if not names:
+        pytest.skip(f"not applicable: {spec.id} has no stream-K config with A in registers")
+    ran = _check_forced(spec, names, ["smoke", RANDOM, *REGS_TAILS], shard)
+    for name, ok in ran.items():
+        with_tail = [p for p in ok if _tail(p, name)]
+        assert len(with_tail) >= 2, f"{name}: only {len(with_tail)} problems with a tail ran"
+
+
 #: Shapes for the 4-CTA swapped clusters: cuBLAS's 4x1 shape (196x4608x4096: 9 x 3 clusters),
 #: N in a part of a cluster (2112 = 4.125 clusters of 512 rows: the last one's three upper
 #: CTAs hold no row of D and still take and issue their quarters of M's tile), ragged M, N, K.
