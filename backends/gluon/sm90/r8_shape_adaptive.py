@@ -715,6 +715,22 @@ def _consumer(s: Smem, C: gl.constexpr):
 
 
 @gluon.jit
+def _box_buffers(b_desc, c_desc, NUM_STAGES: gl.constexpr, NUM_CONSUMERS: gl.constexpr):
+    """A tail box's B ring and its D buffer per consumer."""
+    b_bufs = gl.allocate_shared_memory(
+        b_desc.dtype,
+        [NUM_STAGES] + b_desc.block_shape,  # noqa: RUF005
+        b_desc.layout,
+    )
+    c_smem = gl.allocate_shared_memory(
+        c_desc.dtype,
+        [NUM_CONSUMERS] + c_desc.block_shape,  # noqa: RUF005
+        c_desc.layout,
+    )
+    return b_bufs, c_smem
+
+
+@gluon.jit
 def r8_shape_adaptive_kernel(
     a_desc,
     b_desc,
@@ -762,33 +778,15 @@ def r8_shape_adaptive_kernel(
         c_desc.layout,
     )
     # A tile two boxes wide (TAIL_N > 0: a wide swap, or an unswapped 160 or 192) has a second
-    # B ring and D buffer; any other tile passes its first box's descriptors again, unused.
+    # B ring and D buffer, three boxes wide (TAIL2_N > 0: a wide swap, A in registers) a third;
+    # any other tile passes its previous box's descriptors again, unused.
     if TAIL_N > 0:
-        b2_bufs = gl.allocate_shared_memory(
-            dtype,
-            [NUM_STAGES] + b2_desc.block_shape,  # noqa: RUF005
-            b2_desc.layout,
-        )
-        c2_smem = gl.allocate_shared_memory(
-            c2_desc.dtype,
-            [NUM_CONSUMERS] + c2_desc.block_shape,  # noqa: RUF005
-            c2_desc.layout,
-        )
+        b2_bufs, c2_smem = _box_buffers(b2_desc, c2_desc, NUM_STAGES, NUM_CONSUMERS)
     else:
         b2_bufs = b_bufs
         c2_smem = c_smem
-    # A third box (TAIL2_N > 0: a three-box wide swap, A in registers) likewise.
     if TAIL2_N > 0:
-        b3_bufs = gl.allocate_shared_memory(
-            dtype,
-            [NUM_STAGES] + b3_desc.block_shape,  # noqa: RUF005
-            b3_desc.layout,
-        )
-        c3_smem = gl.allocate_shared_memory(
-            c3_desc.dtype,
-            [NUM_CONSUMERS] + c3_desc.block_shape,  # noqa: RUF005
-            c3_desc.layout,
-        )
+        b3_bufs, c3_smem = _box_buffers(b3_desc, c3_desc, NUM_STAGES, NUM_CONSUMERS)
     else:
         b3_bufs = b2_bufs
         c3_smem = c2_smem
