@@ -723,8 +723,9 @@ def cmd_fit_cost(args: argparse.Namespace) -> int:
         current = _cost_model(args.base)
         base = _with_set(current, args.set)
         heuristic = None
+        module = importlib.import_module(args.base) if args.base else None
         if args.moves:
-            heuristic = getattr(importlib.import_module(args.base), "_heuristic", None)
+            heuristic = getattr(module, "_heuristic", None)
             if heuristic is None:
                 raise ValueError(f"--base {args.base}: no _heuristic(problem, model) to move")
         parts = (args.base or "").split(".")
@@ -741,6 +742,7 @@ def cmd_fit_cost(args: argparse.Namespace) -> int:
             moves_over=problems,
             kernel=kernel,
             current=current,
+            priced=getattr(module, "priced", None),  # which of its kernels the model prices
         )
     except ValueError as e:
         raise UsageError(str(e)) from None
@@ -1012,7 +1014,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--base",
         metavar="MODULE",
         help="start from this rung-8 module's COST (e.g. backends.cutedsl.sm90."
-        "r8_shape_adaptive) instead of the shared HOPPER model",
+        "r8_shape_adaptive) instead of the shared HOPPER model, and fit on the timings of "
+        "the kernels its `priced` rule names (if it declares one)",
     )
     p.add_argument(
         "--only",

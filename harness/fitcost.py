@@ -36,10 +36,15 @@ from harness.tile_cost import (
     named,
 )
 
-__all__ = ["ceiling", "model_config", "moves", "own_choice", "report", "samples"]
+__all__ = ["Priced", "ceiling", "model_config", "moves", "own_choice", "report", "samples"]
 
 #: A rung-8 module's heuristic priced by a given model (``_heuristic(problem, model)``).
 Heuristic = Callable[[Problem, TileCostModel], GemmConfig]
+#: A backend's rule for which of its kernels the shared cost model prices: given a record's
+#: config values (shared knobs, legacy names mapped, and the backend's own), whether its
+#: timing is of the kernel the model prices for that tile. Declared as ``priced`` in a rung-8
+#: module (``fit-cost --base`` reads it); :data:`_PRICED_KNOBS` is the rule without one.
+Priced = Callable[[Mapping[str, Any]], bool]
 
 _FIELDS = tuple(f.name for f in dataclasses.fields(GemmConfig))
 #: Records written before the shared vocabulary (Gluon's rung 8 named the tile block_m x
@@ -49,21 +54,37 @@ _DEFAULTS = {f.name: f.default for f in dataclasses.fields(GemmConfig)}
 #: A backend's own knobs that change the kernel a tile runs, at the value the shared cost
 #: model prices: a timing at another value is of another kernel (Gluon's ``a_operand=regs``,
 #: A in registers: a variant until timed; backends/gluon/README.md, "Twenty-third version").
+#: The rule where no backend's ``priced`` says otherwise (the reports read records with it;
+#: ``fit-cost --base`` takes the module's: Gluon prices a three-box tile by its register
+#: kernel, its only one).
 _PRICED_KNOBS = {"a_operand": "smem"}
 
 
-def model_config(values: Mapping[str, Any] | None) -> GemmConfig | None:
+def model_config(
+    values: Mapping[str, Any] | None, priced: Priced | None = None
+) -> GemmConfig | None:
     """A record's ``config_values`` in the shared vocabulary: legacy names mapped, knobs the
     record predates at their defaults, a backend's own knobs dropped; None for a config of
     another vocabulary (or none), or one whose own knobs run another kernel than the model
-    prices (``_PRICED_KNOBS``)."""
+    prices (``priced``, the backend's rule; without one ``_PRICED_KNOBS``)."""
     if not values:
         return None
     knobs = {_LEGACY_NAMES.get(k, k): v for k, v in values.items()}
     if not {"tile_m", "tile_n", "cluster"} <= set(knobs):
         return None
-    if any(knobs.get(k, v) != v for k, v in _PRICED_KNOBS.items()):
+    if not (priced or _priced_by_default)(knobs):
         return None
+    return _shared(knobs)
+
+
+def _priced_by_default(knobs: Mapping[str, Any]) -> bool:
+    """Every knob of :data:`_PRICED_KNOBS` at its priced value (or absent: a record older than
+    the knob)."""
+    return all(knobs.get(k, v) == v for k, v in _PRICED_KNOBS.items())
+
+
+def _shared(knobs: Mapping[str, Any]) -> GemmConfig:
+    """The shared knobs of ``knobs`` (a missing one at its default)."""
     return GemmConfig(**{f: knobs.get(f, _DEFAULTS[f]) for f in _FIELDS})
 
 
@@ -94,20 +115,22 @@ def _unbounded_tail(doc: Document, problem: Problem, config: GemmConfig) -> bool
 def _as_timed(config: GemmConfig) -> GemmConfig:
     """``config`` as :func:`samples` keys its timings: the shared knobs only (a backend's own
     dropped), raster m and group 8 (knobs the model cannot see)."""
-    shared = model_config(dataclasses.asdict(config))
-    assert shared is not None  # a GemmConfig always has the shared knobs
-    return dataclasses.replace(shared, raster="m", group=8)
+    return dataclasses.replace(_shared(dataclasses.asdict(config)), raster="m", group=8)
 
 
-def samples(docs: Iterable[Document], backends: Sequence[str] | None = None) -> list[Sample]:
+def samples(
+    docs: Iterable[Document], backends: Sequence[str] | None = None, priced: Priced | None = None
+) -> list[Sample]:
     """One sample per (GPU, problem, config as the model sees it) from the timed rung-8 records
     of ``docs``: the median time; where knobs the model cannot see (a backend's own, or raster
-    and group) give several records of one model config, the fastest of them. Clusters of more
-    than two CTAs are left out: the model prices one CTA or a pair; so are stream-K timings of
-    the schedule before ``SK_MIN_ITERS`` where today's differs (:data:`SK_BOUNDED_SINCE`)."""
+    and group) give several records of one model config, the fastest of them. Records of a
+    kernel the model does not price (``priced``, the backend's rule: :func:`model_config`) are
+    left out, as are clusters of more than two CTAs (the model prices one CTA or a pair) and
+    stream-K timings of the schedule before ``SK_MIN_ITERS`` where today's differs
+    (:data:`SK_BOUNDED_SINCE`)."""
     best: dict[tuple[str, Problem, GemmConfig], Sample] = {}
     for gpu, doc, rec in _timed_rung8(docs, backends):
-        shared = model_config(rec.config_values)
+        shared = model_config(rec.config_values, priced)
         if shared is None:
             continue  # no config, or one of another vocabulary
         if shared.cluster > 2:
@@ -305,6 +328,7 @@ def report(
     moves_over: Sequence[Problem] = (),
     kernel: str = "",
     current: TileCostModel | None = None,
+    priced: Priced | None = None,
 ) -> str:
     """The text ``fit-cost`` prints (ValueError when the documents hold no rung-8 timing).
     ``base`` is the model the fit starts from (a backend's ``COST``), ``only`` the constants
@@ -312,8 +336,9 @@ def report(
     (``tile_cost.fit``); the report's last line says which. With ``heuristic`` (the base
     module's) and ``moves_over`` (tuning problems), it ends with :func:`moves`: the picks the
     fitted constants would move against ``current`` (the module's constants as they stand;
-    default ``base``), and how to time them (``kernel``: the module's kernel id)."""
-    data = samples(docs, backends)
+    default ``base``), and how to time them (``kernel``: the module's kernel id). ``priced``
+    is the module's rule for which of its kernels the model prices (:func:`model_config`)."""
+    data = samples(docs, backends, priced)
     if not data:
         raise ValueError(
             "no timed rung-8 record with the shared config vocabulary in these files "

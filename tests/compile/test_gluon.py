@@ -656,6 +656,16 @@ def test_r8_a_in_registers_twins_the_two_box_tiles_ptxas_pipelines():
     for c in regs | three:
         assert r8._variant(p, c) and "a_operand=regs" in c.name
         assert "a_operand" not in dataclasses.replace(c, a_operand="smem").name
+    # what fit-cost prices (``priced``): A from shared memory, and a three-box tile's only
+    # kernel; no family has switched to registers yet (``REGS_PICKED``)
+    assert not r8.REGS_PICKED
+    values = {c: {**dataclasses.asdict(c), "a_operand": c.a_operand} for c in r8.MENU}
+    assert {c for c in r8.MENU if not r8.priced(values[c])} == regs
+    assert all(
+        r8.priced({k: v for k, v in values[c].items() if k != "a_operand"})
+        for c in r8.MENU
+        if c.a_operand == "smem"
+    )
     refused = {
         "one box": r8.R8Config(128, 128, 1, swap_ab=True, a_operand="regs"),
         "256 rows": r8.R8Config(256, 144, 1, swap_ab=True, a_operand="regs"),

@@ -4,7 +4,10 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
+from collections.abc import Mapping
+from pathlib import Path
 
 import pytest
 
@@ -13,7 +16,7 @@ from harness.gemm import Problem
 from harness.problems import held_out_m_share, random_shapes
 from harness.protocol import KernelSpec, Rung
 from harness.records import BenchRecord, Stats, Status
-from harness.results import Document
+from harness.results import Document, document_to_json
 from harness.tile_cost import HOPPER, GemmConfig, Sample, TileCostModel
 
 R8 = KernelSpec("gluon", "r8", Rung.SHAPE_ADAPTIVE, "sm_90a", "d", module="tmp.r8")
@@ -77,6 +80,53 @@ def test_samples_leave_out_a_backends_own_kernel_variants() -> None:
         for m, extra in ((200, {}), (300, {"a_operand": "smem"}), (400, {"a_operand": "regs"}))
     ]
     assert sorted(s.problem.m for s in samples([_doc(*recs)])) == [200, 300]
+
+
+def test_a_backends_priced_rule_picks_the_kernel_each_tile_is_priced_by() -> None:
+    """With the backend's rule (Gluon's ``priced``: A in registers where that is a tile's
+    kernel) the fit takes the register timings of such a tile and leaves out its shared-memory
+    ones, while the other tiles keep the default; the samples' configs carry the shared knobs
+    only."""
+
+    def rec(m: int, tile_n: int, **own: object) -> BenchRecord:
+        knobs = {"tile_m": 128, "tile_n": tile_n, "cluster": 1, "swap_ab": True, **own}
+        return dataclasses.replace(_rec(R8, m, 90.0), config_values=knobs)
+
+    def priced(values: Mapping[str, object]) -> bool:  # 152 wide runs A from registers only
+        return values.get("a_operand", "smem") == ("regs" if values["tile_n"] == 152 else "smem")
+
+    recs = [rec(200, 152, a_operand="regs"), rec(300, 144, a_operand="regs"), rec(400, 144)]
+    recs.append(rec(500, 152))  # (no such kernel: an invented record, left out by the rule)
+    by_rule = {(s.problem.m, s.config.tile_n) for s in samples([_doc(*recs)], priced=priced)}
+    assert by_rule == {(200, 152), (400, 144)}
+    by_default = {(s.problem.m, s.config.tile_n) for s in samples([_doc(*recs)])}
+    assert by_default == {(400, 144), (500, 152)}
+    assert all(type(s.config) is GemmConfig for s in samples([_doc(*recs)], priced=priced))
+
+
+def test_fit_cost_takes_the_priced_rule_of_its_base_module(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``fit-cost --base MODULE`` fits on the timings of the kernels the module's ``priced``
+    names: a module that prices none of them leaves no sample (the one-line error), one that
+    prices all of them keeps them."""
+    from harness.cli import main
+
+    knobs = {"tile_m": 128, "tile_n": 144, "cluster": 1, "a_operand": "regs"}
+    recs = [dataclasses.replace(_rec(R8, m, 90.0), config_values=knobs) for m in (200, 300, 400)]
+    path = tmp_path / "tune.json"
+    path.write_text(json.dumps(document_to_json(_doc(*recs))))
+    for name, rule in (("prices_none", "False"), ("prices_all", "True")):
+        (tmp_path / f"{name}.py").write_text(
+            f"from harness.tile_cost import HOPPER as COST\n\n\ndef priced(values):\n"
+            f"    return {rule}\n"
+        )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    fit = ["fit-cost", str(path), "--folds", "2", "--rounds", "1", "--base"]
+    assert main([*fit, "prices_none"]) == 2
+    assert "no timed rung-8 record" in capsys.readouterr().err
+    assert main([*fit, "prices_all"]) == 0
+    assert capsys.readouterr().out.startswith("3 timings of 3 problems (NVIDIA H200)")
 
 
 def test_samples_leave_out_stream_k_timed_before_the_tail_was_bounded() -> None:

@@ -107,6 +107,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -1292,19 +1293,47 @@ COST = HOPPER.with_params(
 )
 
 
+#: Tile families (tile_m, tile_n, swap_ab: what an efficiency of ``COST`` prices) whose pick
+#: reads A from registers: a device A/B found ``a_operand=regs`` faster there, so the heuristic
+#: takes the register twin, ``fit-cost`` prices the family from its timings (``priced``) and
+#: the shared-memory twin is the variant. Empty: no A/B has run yet (README, "Twenty-third
+#: version" and "Twenty-fourth version" have the rules that would add a family).
+REGS_PICKED: frozenset[tuple[int, int, bool]] = frozenset()
+
+
+def _priced_operand(tile_m: int, tile_n: int, swap_ab: bool) -> str:
+    """The A operand of the kernel the cost model prices for a tile family: registers for a
+    three-box tile (its only kernel) or a family of ``REGS_PICKED``, else shared memory."""
+    three = R8Config(tile_m, tile_n, swap_ab=swap_ab).boxes[2] > 0
+    return "regs" if three or (tile_m, tile_n, swap_ab) in REGS_PICKED else "smem"
+
+
+def priced(values: Mapping[str, Any]) -> bool:
+    """Whether the shared cost model prices the kernel a record with these config values ran
+    (``harness.fitcost.Priced``: ``fit-cost --base`` fits only such timings): the A operand
+    ``_priced_operand`` names for its tile family ("smem" where a record predates the knob)."""
+    operand = _priced_operand(
+        int(values["tile_m"]), int(values["tile_n"]), bool(values.get("swap_ab"))
+    )
+    return values.get("a_operand", "smem") == operand
+
+
 def _variant(problem: Problem, config: R8Config, model: TileCostModel = COST) -> bool:
     """Knobs the cost model cannot see, set otherwise than the heuristic would: group 16, a
-    wide swap's raster other than ``heuristic_raster``'s, or A in registers; and an unswapped
-    two-box tile no tuning run has given an efficiency of its own (``ueff:`` in ``COST``: the
-    wide swap of its size, whose ``eff:`` it would take, runs at another rate), tune-only
-    until one has."""
+    wide swap's raster other than ``heuristic_raster``'s, or an A operand other than the one
+    the model prices for the family (``_priced_operand``); a three-box tile until its family is
+    ``REGS_PICKED``; and an unswapped two-box tile no tuning run has given an efficiency of its
+    own (``ueff:`` in ``COST``: the wide swap of its size, whose ``eff:`` it would take, runs at
+    another rate), tune-only until one has."""
     tile = (config.tile_m, config.tile_n)
     unpriced = not config.swap_ab and config.boxes[1] > 0 and tile not in model.unswapped_efficiency
+    family = (config.tile_m, config.tile_n, config.swap_ab)
     return (
         unpriced
         or config.group != 8
         or config.raster != heuristic_raster(problem, config)
-        or config.a_operand != "smem"
+        or config.a_operand != _priced_operand(*family)
+        or (config.boxes[2] > 0 and family not in REGS_PICKED)
     )
 
 
