@@ -623,8 +623,8 @@ def _mma_tile(s: Smem, unit, C: gl.constexpr, full, release):
 def _store_partial(s: Smem, acc, slot, C: gl.constexpr, COL0: gl.constexpr):
     """A stream-K segment's fp32 partial, straight from registers into its workspace slot (a
     whole cluster tile, row-major; no bounds: the slot is tile-sized), one box at a time: a
-    two-box wide swap stores its tail box's columns from ``COL0`` on. Only the tail's few
-    segments take this path, so the D epilogue's shared buffers stay fp16-sized."""
+    tile of two or three boxes stores each tail box's columns from ``COL0`` on. Only the
+    tail's few segments take this path, so the D epilogue's shared buffers stay fp16-sized."""
     BOX_M: gl.constexpr = s.a_desc.block_shape[0]
     TILE_N: gl.constexpr = s.b_desc.block_shape[0] + s.TAIL_N + s.TAIL2_N  # a slot row: all of it
     WIDTH: gl.constexpr = acc.shape[1]
