@@ -114,13 +114,31 @@ def _gpus(docs: Iterable[Document]) -> list[Any]:
     return list(out.values())
 
 
+#: The list entries of ``environment["run"]`` a merge of pieces of different plans joins: a
+#: piece's suites in particular must survive, since a held-out suite among them is what keeps
+#: the merged document out of every fit (``harness.tune.tuning_docs``).
+JOINED_RUN_LISTS = ("suites", "dtypes", "kernels", "configs", "units")
+
+
+def _joined_plans(docs: Sequence[Document]) -> dict[str, list[Any]]:
+    """Each of :data:`JOINED_RUN_LISTS` over all of ``docs``' plans, in order, each item once
+    (the pieces of one run have the same lists, so for them it is the first's)."""
+    joined: dict[str, list[Any]] = {}
+    for key in JOINED_RUN_LISTS:
+        items = [v for d in docs for v in (d.environment.get("run") or {}).get(key) or ()]
+        if items:
+            joined[key] = list(dict.fromkeys(items))
+    return joined
+
+
 def merge_documents(docs: Sequence[Document], allow_mixed: bool = False) -> Document:
     """One document of the pieces of one run (shards, or runs over different problems).
 
     Refused (:class:`MergeError`): anything but bench documents; a unit in two pieces; unless
     ``allow_mixed``, pieces of different plans, git SHAs or GPU models. The result lists its
     pieces (``merged_from``) and every GPU they ran on; it is ``finished`` when the pieces hold
-    every unit of the plan and each piece finished.
+    every unit of the plan and each piece finished. Pieces of different plans (``allow_mixed``)
+    make one plan of all of theirs (:data:`JOINED_RUN_LISTS`): its suites, units, kernels.
     """
     if not docs:
         raise MergeError("nothing to merge")
@@ -154,7 +172,9 @@ def merge_documents(docs: Sequence[Document], allow_mixed: bool = False) -> Docu
                 f"the pieces ran on different GPU models ({', '.join(sorted(models))}); "
                 "--allow-mixed merges them anyway"
             )
-    plan = list((first.environment.get("run") or {}).get("units") or [])
+    run = {k: v for k, v in (first.environment.get("run") or {}).items() if k != "shard"}
+    run.update(_joined_plans(docs))
+    plan = list(run.get("units") or [])
     order = {key: i for i, key in enumerate(plan)}
     records = sorted(
         (r for d in docs for r in d.bench),
@@ -162,7 +182,7 @@ def merge_documents(docs: Sequence[Document], allow_mixed: bool = False) -> Docu
     )
     missing = [key for key in plan if key not in owner]
     env = dict(first.environment)
-    env["run"] = {k: v for k, v in (env.get("run") or {}).items() if k != "shard"}
+    env["run"] = run
     env["gpus"] = _gpus(docs)
     env["quarantined"] = [q for d in docs for q in d.environment.get("quarantined") or []]
     env["merged_from"] = [

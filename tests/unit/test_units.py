@@ -26,6 +26,7 @@ from harness.merge import (
 from harness.records import BenchRecord, Status
 from harness.results import Document, load
 from harness.runner import Unit, UnitOutcome
+from harness.tune import held_out_suites, tuning_docs
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 PROBLEMS = [Problem(64, 64, 64), Problem(4096, 4096, 4096), Problem(512, 512, 512)]
@@ -153,6 +154,24 @@ def test_merge_refuses_mixed_pieces_unless_told(other: dict, message: str) -> No
     assert len(merge_documents([a, b], allow_mixed=True).bench) == 2
     with pytest.raises(MergeError, match=r"64x64x64-fp16 is in both a\.json and c\.json"):
         merge_documents([a, _doc(["64x64x64-fp16"], "c.json")], allow_mixed=True)
+
+
+def test_a_mixed_merge_keeps_every_pieces_plan() -> None:
+    """A tuning piece merged first with a held-out piece: the merged plan names both suites, so
+    the document still counts as evaluation data and no fit reads it."""
+    tune = {"kernels": ["a"], "units": ["64x64x64-fp16"], "suites": ["64x64x64"], "device": "cuda"}
+    held = {"kernels": ["b"], "units": ["128x64x64-fp16"], "suites": ["random:424242:2"]}
+    a = _doc(["64x64x64-fp16"], "a.json", run=tune)
+    b = _doc(["128x64x64-fp16"], "b.json", run={**held, "device": "cuda", "shard": "0/1"})
+    merged = merge_documents([a, b], allow_mixed=True)
+    run = merged.environment["run"]
+    assert run["suites"] == ["64x64x64", "random:424242:2"]
+    assert run["units"] == ["64x64x64-fp16", "128x64x64-fp16"] and run["kernels"] == ["a", "b"]
+    assert "shard" not in run and merged.environment["missing_units"] == []
+    assert held_out_suites(merged) == ["random:424242:2"]
+    warned: list[str] = []
+    assert tuning_docs([merged, a], warned.append) == [a]
+    assert "random:424242:2" in warned[0]
 
 
 def test_resume_needs_the_same_plan_shard_and_code() -> None:
