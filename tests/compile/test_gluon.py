@@ -688,6 +688,30 @@ def test_r8_a_in_registers_twins_the_two_box_tiles_ptxas_pipelines():
     assert all(r8._variant(p, c) for c in ranked[first_regs:])
 
 
+def test_a_picked_three_box_family_adds_a_width_and_removes_none(monkeypatch):
+    """A three-box family in ``REGS_PICKED`` is pickable: priced (by its register kernel) and,
+    among the widths ``swap_fits`` weighs, its width added for three-box tiles only. A two-box
+    tile keeps the widths it had: with 176 picked but priced low, 338 rows in two columns still
+    take the 128x192 swap (with 176 among the two-box widths too, 192 would not fit and the pick
+    would move to the 192x128 swap)."""
+    r8 = _r8()
+    wide = Problem(444, 8192, 8192)
+    fast = r8.COST.with_params({"eff:128x224": 0.80, "eff:128x176": 0.30})
+    before = r8._heuristic(wide, fast)
+    assert before.boxes[2] == 0  # a variant until picked, however it is priced
+    monkeypatch.setattr(r8, "REGS_PICKED", frozenset({(128, 224, True), (128, 176, True)}))
+    pick = r8._heuristic(wide, fast)
+    assert (pick.tile_m, pick.tile_n, pick.swap_ab, pick.a_operand) == (128, 224, True, "regs")
+    assert r8._swap_widths(pick) == tuple(sorted({*r8.SWAP_WIDE, 176, 224}))
+    assert r8.priced({**dataclasses.asdict(pick), "a_operand": "regs"})
+    two_box = Problem(338, 8192, 8192)
+    kept = r8._heuristic(two_box, fast)
+    assert (kept.tile_m, kept.tile_n, kept.swap_ab) == (128, 192, True)
+    assert r8._swap_widths(kept) == r8.SWAP_WIDE
+    monkeypatch.setattr(r8, "REGS_PICKED", frozenset())
+    assert r8._heuristic(two_box, fast) == kept
+
+
 def test_r8_menu_fits_shared_memory():
     r8 = _r8()
     for config in r8.MENU:

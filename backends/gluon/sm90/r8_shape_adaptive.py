@@ -1381,6 +1381,18 @@ def _heuristic(problem: Problem, model: TileCostModel = COST) -> R8Config:
 SHORT_K_SPLIT_ROWS = 16
 
 
+def _swap_widths(c: R8Config) -> tuple[int, ...]:
+    """The widths ``swap_fits`` weighs ``c`` among: ``SWAP_WIDE``, and for a three-box tile
+    those with the three-box widths of the ``REGS_PICKED`` families added. A two-box tile keeps
+    ``SWAP_WIDE`` alone, so a picked three-box width adds a candidate and removes none: with
+    176 among its widths, 192 would no longer be the narrowest for 338 rows in two columns,
+    and where the model prices 128x176 low the pick would move to a third tile, not back to
+    the 128x192 it had."""
+    if not c.boxes[2]:
+        return SWAP_WIDE
+    return tuple(sorted({*SWAP_WIDE, *(n for m, n, swap in REGS_PICKED if swap and m == c.tile_m)}))
+
+
 def _allowed(problem: Problem, c: R8Config, model: TileCostModel = COST) -> bool:
     """The heuristic's rules (``_heuristic``): what it may pick before the model ranks."""
     return (
@@ -1390,7 +1402,7 @@ def _allowed(problem: Problem, c: R8Config, model: TileCostModel = COST) -> bool
             problem,
             c,
             BLOCK_K,
-            SWAP_WIDE,
+            _swap_widths(c),
             short_k_split_rows=SHORT_K_SPLIT_ROWS,
             swapped_splits=True,
         )
