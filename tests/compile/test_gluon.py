@@ -318,6 +318,16 @@ def _r8_cases():
             Problem(331, 36864, 7168),
             dict(tile_n=168, stream_k=True, a_operand="regs", **swap),
         ),
+        # up to REGS_DEEP_MAX wide, two consumers load 32-column slices: three boxes (a
+        # k-step's sets serialize them), stream-K
+        "regs3-wide-128x104-c2": (
+            Problem(207, 6144, 4096),
+            dict(tile_n=104, swap_ab=True, a_operand="regs"),
+        ),
+        "regs-sk-wide-128x96-c1": (
+            Problem(196, 36864, 7168),
+            dict(tile_n=96, stream_k=True, a_operand="regs", **swap),
+        ),
     }
     return [pytest.param(p, o, id=name) for name, (p, o) in shapes.items()]
 
@@ -363,14 +373,22 @@ def test_r8_code_paths(problem, knobs):
     assert "serialized" not in log, (config.name, log)
     # A's operand: a shared-memory descriptor, or (a_operand=regs) registers that one ldmatrix
     # x4 per 16 k-columns filled (a 64x16 slice a warpgroup), in each copy of the k-loop's
-    # body: four for one consumer (the first step, the pair of steps, the step an even count
-    # leaves), two a consumer for two (the first k-step, the loop's)
+    # body: four a consumer that loads a k-step's sets (the first step, the pair of steps, the
+    # step an even count leaves: one consumer, or two on a two-box tile up to REGS_DEEP_MAX
+    # wide without stream-K), two a consumer that loads K-slices (the first k-step, the loop's)
     a_ops = re.findall(r"wgmma\.mma_async\.sync\.aligned\.\S+ \{[^}]*\}, (\S)", ptx)
     regs = config.a_operand == "regs"
     assert a_ops and set(a_ops) == ({"{"} if regs else {"%"}), config.name
     loads = len(re.findall(r"ldmatrix\.sync\.aligned\.m8n8\.x4\.shared\.b16", ptx))
-    copies = 4 if config.num_consumers == 1 else 2 * config.num_consumers
+    step_sets = config.num_consumers == 1 or (
+        config.tile_n <= r8.REGS_DEEP_MAX and not config.boxes[2] and not config.stream_k
+    )
+    copies = (4 if step_sets else 2) * config.num_consumers
     assert loads == (copies * r8.BLOCK_K // 16 if regs else 0), (config.name, loads)
+    if regs:  # a wait after each k-step or K-slice: 32 columns up to REGS_DEEP_MAX, else 16
+        slice_k = r8.BLOCK_K if step_sets else 32 if config.tile_n <= r8.REGS_DEEP_MAX else 16
+        waits = len(re.findall(r"wgmma\.wait_group\.sync\.aligned\s+[1-9]", ptx))
+        assert waits == copies * r8.BLOCK_K // slice_k, (config.name, waits)
     stores = re.findall(r"cp\.async\.bulk\.tensor\.2d\.global\.shared::cta", ptx)  # TMA store
     assert stores
     if config.swap_ab and config.split_k == 1:  # one store per box per consumer

@@ -31,8 +31,10 @@ Changes from rung 7 (``multi_consumer``):
   * ``a_operand=regs`` (a variant, not picked until timed): a two-box tile's consumer loads
     its A into registers (``ldmatrix``) once for both boxes' wgmmas, which otherwise each
     read it from shared memory; two register sets in turn keep one k-step in flight
-    (``_mainloop_regs``), or with two consumers one 16-column K-slice, without register
-    reallocation (``_mainloop_regs_k16``; ptxas: ``backends.gluon._workarounds``);
+    (``_mainloop_regs``), or with two consumers, without register reallocation, a k-step
+    up to ``REGS_DEEP_MAX`` columns wide, else one K-slice of 32 columns (three boxes and
+    stream-K up to it) or 16 (wider) (``_mainloop_regs_slices``; ptxas:
+    ``backends.gluon._workarounds``);
   * three-box wide swaps (``SWAP_WIDE_3``: 152 = 128 + 16 + 8, ...; A in registers only, so
     the third box costs only its B): a third B ring, wgmma, accumulator and D box;
     ``TAIL2_N`` > 0 compiles that in;
@@ -183,6 +185,11 @@ MAX_WORKSPACE_BYTES = 256 << 20  # fp32 partials; the heuristic's splits need < 
 #: Stream-K's least share of the tail a program (``harness.tile_cost.SK_MIN_ITERS``), as the
 #: kernels' schedules read it.
 _SK_MIN_ITERS = gl.constexpr(SK_MIN_ITERS)
+#: The widest tile whose two register-A consumers load A more than 16 K-columns at a time:
+#: a whole k-step (two boxes, no stream-K) or a 32-column slice; wider, 16 (README,
+#: "Twenty-fifth version"; ``backends.gluon._workarounds``, defect 1).
+REGS_DEEP_MAX = 136
+_REGS_DEEP_MAX = gl.constexpr(REGS_DEEP_MAX)
 REDUCE_BLOCK_N = 512  # the split-K reduction: 4 warps x 32 lanes x 4 columns per row
 SK_REDUCE_BLOCK_M, SK_REDUCE_BLOCK_N = 32, 64  # the stream-K reduction's block of a tile
 
@@ -503,8 +510,11 @@ def _regs_step(s: Smem, C: gl.constexpr, a_prev, acc, acc2, acc3, full):
 
 @gluon.jit
 def _mainloop_regs(s: Smem, C: gl.constexpr, k_lo, k_hi, acc, acc2, acc3, full, release):
-    """The k-loop of ``a_operand=regs`` for one consumer: as the shared-memory loop, one k-step
-    in flight (a lone consumer has nothing to hide a shorter step's issue behind),
+    """The k-loop of ``a_operand=regs`` for one consumer, and for two on a two-box tile up to
+    ``REGS_DEEP_MAX`` wide without stream-K (a 16-column slice of so narrow a tile is likely
+    too little work to cover a wgmma's latency: README, "Twenty-fifth version"): as the
+    shared-memory loop, one k-step in flight (a lone consumer has nothing to hide a shorter
+    step's issue behind),
     but unrolled by two so that consecutive steps load A into two register sets (``a0``,
     ``a1``) and a load never overwrites registers an unretired wgmma still reads (one set,
     reloaded every step, would have to drain each step: README, "Thirteenth version"). The
@@ -529,27 +539,33 @@ def _mainloop_regs(s: Smem, C: gl.constexpr, k_lo, k_hi, acc, acc2, acc3, full, 
 
 
 @gluon.jit
-def _mainloop_regs_k16(s: Smem, C: gl.constexpr, k_lo, k_hi, acc, acc2, acc3, full, release):
-    """The k-loop of ``a_operand=regs`` for two consumers: register sets of one 16-column
-    K-slice (4 registers a thread, not a k-step's 16), two in turn, one slice in flight. With a
-    k-step's sets ptxas serialized the wgmmas of tiles wider than 136 (the accumulators and two
-    16-register sets do not fit its pipeline at 168 registers: ``backends.gluon._workarounds``);
-    the other consumer's wgmmas fill the tensor core while this one waits on a slice. A stage
-    goes back once its last slice retires: at the next stage's first wait."""
+def _mainloop_regs_slices(
+    s: Smem, C: gl.constexpr, k_lo, k_hi, acc, acc2, acc3, full, release, KS: gl.constexpr
+):
+    """The k-loop of ``a_operand=regs`` for two consumers: register sets of one KS-column
+    K-slice (KS / 4 registers a thread, not a k-step's 16), two in turn, one slice in flight.
+    With a k-step's sets ptxas serialized the wgmmas of tiles wider than 136 and of three-box
+    tiles (``backends.gluon._workarounds``, defect 1): wider tiles take 16 columns, narrower
+    three-box tiles and stream-K 32 (twice the work in flight). The other consumer's wgmmas
+    fill the tensor core while this one waits on a slice. A stage goes back once its last
+    slice retires: at the next stage's first wait."""
+    BK: gl.constexpr = s.a_desc.block_shape[1]
     mbarrier.wait(s.ab_full.index(full.index), full.phase)
     # Nothing is in flight before the first slice (the tail accumulator stands in for a set).
-    a0, acc, acc2, acc3 = _regs_mma(s, C, full.index, 0, 16, acc2, acc, acc2, acc3)
-    a1, acc, acc2, acc3 = _regs_mma(s, C, full.index, 16, 16, a0, acc, acc2, acc3)
-    a0, acc, acc2, acc3 = _regs_mma(s, C, full.index, 32, 16, a1, acc, acc2, acc3)
-    a1, acc, acc2, acc3 = _regs_mma(s, C, full.index, 48, 16, a0, acc, acc2, acc3)
+    a0, acc, acc2, acc3 = _regs_mma(s, C, full.index, 0, KS, acc2, acc, acc2, acc3)
+    a1, acc, acc2, acc3 = _regs_mma(s, C, full.index, KS, KS, a0, acc, acc2, acc3)
+    for k0 in gl.static_range(2 * KS, BK, 2 * KS):
+        a0, acc, acc2, acc3 = _regs_mma(s, C, full.index, k0, KS, a1, acc, acc2, acc3)
+        a1, acc, acc2, acc3 = _regs_mma(s, C, full.index, k0 + KS, KS, a0, acc, acc2, acc3)
     full = full.next()
     for _ in range(k_lo + 1, k_hi):
         mbarrier.wait(s.ab_full.index(full.index), full.phase)
-        a0, acc, acc2, acc3 = _regs_mma(s, C, full.index, 0, 16, a1, acc, acc2, acc3)
+        a0, acc, acc2, acc3 = _regs_mma(s, C, full.index, 0, KS, a1, acc, acc2, acc3)
         release = _release(s, release)
-        a1, acc, acc2, acc3 = _regs_mma(s, C, full.index, 16, 16, a0, acc, acc2, acc3)
-        a0, acc, acc2, acc3 = _regs_mma(s, C, full.index, 32, 16, a1, acc, acc2, acc3)
-        a1, acc, acc2, acc3 = _regs_mma(s, C, full.index, 48, 16, a0, acc, acc2, acc3)
+        a1, acc, acc2, acc3 = _regs_mma(s, C, full.index, KS, KS, a0, acc, acc2, acc3)
+        for k0 in gl.static_range(2 * KS, BK, 2 * KS):
+            a0, acc, acc2, acc3 = _regs_mma(s, C, full.index, k0, KS, a1, acc, acc2, acc3)
+            a1, acc, acc2, acc3 = _regs_mma(s, C, full.index, k0 + KS, KS, a0, acc, acc2, acc3)
         full = full.next()
     return acc, acc2, acc3, full, release
 
@@ -567,9 +583,13 @@ def _mma_tile(s: Smem, unit, C: gl.constexpr, full, release):
             acc3 = gl.zeros([BOX_M, s.TAIL2_N], gl.float32, _acc_layout(s, s.TAIL2_N))
         elif s.A_REGS:
             acc3 = acc2  # the register loops' third accumulator, unused with two boxes
-        if s.A_REGS and s.NUM_CONSUMERS == 2:  # A read once, from registers
-            acc, acc2, acc3, full, release = _mainloop_regs_k16(
-                s, C, k_lo, k_hi, acc, acc2, acc3, full, release
+        # A read once, from registers: two consumers take it a slice at a time where a
+        # k-step's sets would be serialized (wider than 136, three boxes) or spill (stream-K).
+        NARROW: gl.constexpr = HEAD_N + s.TAIL_N + s.TAIL2_N <= _REGS_DEEP_MAX
+        STEP_SETS: gl.constexpr = NARROW and s.TAIL2_N == 0 and not s.STREAM_K
+        if s.A_REGS and s.NUM_CONSUMERS == 2 and not STEP_SETS:
+            acc, acc2, acc3, full, release = _mainloop_regs_slices(
+                s, C, k_lo, k_hi, acc, acc2, acc3, full, release, 32 if NARROW else 16
             )
         elif s.A_REGS:
             acc, acc2, acc3, full, release = _mainloop_regs(
@@ -850,7 +870,7 @@ def r8_shape_adaptive_kernel(
     elif NUM_CONSUMERS == 2 and A_REGS:
         # No register reallocation: under setmaxnreg, ptxas serializes the worker consumer's
         # register-A wgmmas (C7512; backends.gluon._workarounds, defect 1); 168 a thread hold
-        # the widest two-box tile with K-slice register sets (_mainloop_regs_k16).
+        # the widest two-box tile with K-slice register sets (_mainloop_regs_slices).
         gl.warp_specialize(
             [(_consumer, (s, 0)), (_producer, (s,)), (_consumer, (s, 1))],
             [PRODUCER_WARPS, 4],
