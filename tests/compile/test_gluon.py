@@ -374,21 +374,20 @@ def test_r8_code_paths(problem, knobs):
     # A's operand: a shared-memory descriptor, or (a_operand=regs) registers that one ldmatrix
     # x4 per 16 k-columns filled (a 64x16 slice a warpgroup), in each copy of the k-loop's
     # body: four a consumer that loads a k-step's sets (the first step, the pair of steps, the
-    # step an even count leaves: one consumer, or two on a two-box tile up to REGS_DEEP_MAX
-    # wide without stream-K), two a consumer that loads K-slices (the first k-step, the loop's)
+    # step an even count leaves), two a consumer that loads K-slices (the first k-step, the
+    # loop's); and a wait after each set's wgmmas (``regs_set_k``: a k-step, 32 or 16 columns)
     a_ops = re.findall(r"wgmma\.mma_async\.sync\.aligned\.\S+ \{[^}]*\}, (\S)", ptx)
     regs = config.a_operand == "regs"
     assert a_ops and set(a_ops) == ({"{"} if regs else {"%"}), config.name
     loads = len(re.findall(r"ldmatrix\.sync\.aligned\.m8n8\.x4\.shared\.b16", ptx))
-    step_sets = config.num_consumers == 1 or (
-        config.tile_n <= r8.REGS_DEEP_MAX and not config.boxes[2] and not config.stream_k
-    )
-    copies = (4 if step_sets else 2) * config.num_consumers
+    set_k = r8.regs_set_k(config)
+    copies = (4 if set_k == r8.BLOCK_K else 2) * config.num_consumers
     assert loads == (copies * r8.BLOCK_K // 16 if regs else 0), (config.name, loads)
-    if regs:  # a wait after each k-step or K-slice: 32 columns up to REGS_DEEP_MAX, else 16
-        slice_k = r8.BLOCK_K if step_sets else 32 if config.tile_n <= r8.REGS_DEEP_MAX else 16
+    if regs:
         waits = len(re.findall(r"wgmma\.wait_group\.sync\.aligned\s+[1-9]", ptx))
-        assert waits == copies * r8.BLOCK_K // slice_k, (config.name, waits)
+        assert waits == copies * r8.BLOCK_K // set_k, (config.name, waits)
+    else:
+        assert set_k == 0
     stores = re.findall(r"cp\.async\.bulk\.tensor\.2d\.global\.shared::cta", ptx)  # TMA store
     assert stores
     if config.swap_ab and config.split_k == 1:  # one store per box per consumer
@@ -704,6 +703,20 @@ def test_r8_a_in_registers_twins_the_two_box_tiles_ptxas_pipelines():
     ranked = r8._ranked(p)
     first_regs = next(i for i, c in enumerate(ranked) if c.a_operand == "regs")
     assert all(r8._variant(p, c) for c in ranked[first_regs:])
+    # the K-columns a register set holds (backends.gluon._workarounds, defect 1): a k-step on
+    # one consumer and on two for a narrow two-box tile; else 32 up to REGS_DEEP_MAX, then 16
+    sets = {
+        (64, 200, False): r8.BLOCK_K,
+        (128, 136, False): r8.BLOCK_K,
+        (128, 96, True): 32,
+        (128, 104, False): 32,
+        (128, 144, False): 16,
+        (128, 224, False): 16,
+    }
+    for (tm, tn, sk), k in sets.items():
+        c = r8.R8Config(tm, tn, 1, swap_ab=True, stream_k=sk, a_operand="regs")
+        assert r8.regs_set_k(c) == k, c.name
+    assert r8.regs_set_k(r8.R8Config(128, 136, 1, swap_ab=True)) == 0
 
 
 def test_a_picked_three_box_family_adds_a_width_and_removes_none(monkeypatch):

@@ -185,11 +185,9 @@ MAX_WORKSPACE_BYTES = 256 << 20  # fp32 partials; the heuristic's splits need < 
 #: Stream-K's least share of the tail a program (``harness.tile_cost.SK_MIN_ITERS``), as the
 #: kernels' schedules read it.
 _SK_MIN_ITERS = gl.constexpr(SK_MIN_ITERS)
-#: The widest tile whose two register-A consumers load A more than 16 K-columns at a time:
-#: a whole k-step (two boxes, no stream-K) or a 32-column slice; wider, 16 (README,
-#: "Twenty-fifth version"; ``backends.gluon._workarounds``, defect 1).
+#: The widest tile whose two register-A consumers load A more than 16 K-columns at a time
+#: (``regs_set_k``; README, "Twenty-fifth version").
 REGS_DEEP_MAX = 136
-_REGS_DEEP_MAX = gl.constexpr(REGS_DEEP_MAX)
 REDUCE_BLOCK_N = 512  # the split-K reduction: 4 warps x 32 lanes x 4 columns per row
 SK_REDUCE_BLOCK_M, SK_REDUCE_BLOCK_N = 32, 64  # the stream-K reduction's block of a tile
 
@@ -231,7 +229,7 @@ class Smem:
     TAIL_N: gl.constexpr
     TAIL2_N: gl.constexpr
     ROWS_FIRST: gl.constexpr
-    A_REGS: gl.constexpr
+    A_KS: gl.constexpr
 
     @gluon.constexpr_function
     def __init__(
@@ -269,7 +267,7 @@ class Smem:
         TAIL_N,
         TAIL2_N,
         ROWS_FIRST,
-        A_REGS,
+        A_KS,
     ):
         self.a_desc = a_desc
         self.b_desc = b_desc
@@ -304,7 +302,7 @@ class Smem:
         self.TAIL_N = gl.constexpr(TAIL_N)
         self.TAIL2_N = gl.constexpr(TAIL2_N)
         self.ROWS_FIRST = gl.constexpr(ROWS_FIRST)
-        self.A_REGS = gl.constexpr(A_REGS)
+        self.A_KS = gl.constexpr(A_KS)
 
 
 # -- the schedule: work units -> (tile, K range, where the result goes) -----------------------
@@ -510,11 +508,9 @@ def _regs_step(s: Smem, C: gl.constexpr, a_prev, acc, acc2, acc3, full):
 
 @gluon.jit
 def _mainloop_regs(s: Smem, C: gl.constexpr, k_lo, k_hi, acc, acc2, acc3, full, release):
-    """The k-loop of ``a_operand=regs`` for one consumer, and for two on a two-box tile up to
-    ``REGS_DEEP_MAX`` wide without stream-K (a 16-column slice of so narrow a tile is likely
-    too little work to cover a wgmma's latency: README, "Twenty-fifth version"): as the
-    shared-memory loop, one k-step in flight (a lone consumer has nothing to hide a shorter
-    step's issue behind),
+    """The k-loop of ``a_operand=regs`` with a k-step's register sets (``regs_set_k``: one
+    consumer, and two on a narrow two-box tile): as the shared-memory loop, one k-step in
+    flight (a lone consumer has nothing to hide a shorter step's issue behind),
     but unrolled by two so that consecutive steps load A into two register sets (``a0``,
     ``a1``) and a load never overwrites registers an unretired wgmma still reads (one set,
     reloaded every step, would have to drain each step: README, "Thirteenth version"). The
@@ -542,13 +538,11 @@ def _mainloop_regs(s: Smem, C: gl.constexpr, k_lo, k_hi, acc, acc2, acc3, full, 
 def _mainloop_regs_slices(
     s: Smem, C: gl.constexpr, k_lo, k_hi, acc, acc2, acc3, full, release, KS: gl.constexpr
 ):
-    """The k-loop of ``a_operand=regs`` for two consumers: register sets of one KS-column
-    K-slice (KS / 4 registers a thread, not a k-step's 16), two in turn, one slice in flight.
-    With a k-step's sets ptxas serialized the wgmmas of tiles wider than 136 and of three-box
-    tiles (``backends.gluon._workarounds``, defect 1): wider tiles take 16 columns, narrower
-    three-box tiles and stream-K 32 (twice the work in flight). The other consumer's wgmmas
-    fill the tensor core while this one waits on a slice. A stage goes back once its last
-    slice retires: at the next stage's first wait."""
+    """The k-loop of ``a_operand=regs`` for two consumers where a k-step's register sets would
+    be serialized or spill: sets of one KS-column K-slice (KS / 4 registers a thread, not a
+    k-step's 16; 32 or 16 columns, ``regs_set_k``), two in turn, one slice in flight. The
+    other consumer's wgmmas fill the tensor core while this one waits on a slice. A stage
+    goes back once its last slice retires: at the next stage's first wait."""
     BK: gl.constexpr = s.a_desc.block_shape[1]
     mbarrier.wait(s.ab_full.index(full.index), full.phase)
     # Nothing is in flight before the first slice (the tail accumulator stands in for a set).
@@ -581,19 +575,17 @@ def _mma_tile(s: Smem, unit, C: gl.constexpr, full, release):
             acc2 = gl.zeros([BOX_M, s.TAIL_N], gl.float32, _acc_layout(s, s.TAIL_N))
         if s.TAIL2_N > 0:  # three boxes wide (A in registers only): a third wgmma
             acc3 = gl.zeros([BOX_M, s.TAIL2_N], gl.float32, _acc_layout(s, s.TAIL2_N))
-        elif s.A_REGS:
+        elif s.A_KS > 0:
             acc3 = acc2  # the register loops' third accumulator, unused with two boxes
-        # A read once, from registers: two consumers take it a slice at a time where a
-        # k-step's sets would be serialized (wider than 136, three boxes) or spill (stream-K).
-        NARROW: gl.constexpr = HEAD_N + s.TAIL_N + s.TAIL2_N <= _REGS_DEEP_MAX
-        STEP_SETS: gl.constexpr = NARROW and s.TAIL2_N == 0 and not s.STREAM_K
-        if s.A_REGS and s.NUM_CONSUMERS == 2 and not STEP_SETS:
-            acc, acc2, acc3, full, release = _mainloop_regs_slices(
-                s, C, k_lo, k_hi, acc, acc2, acc3, full, release, 32 if NARROW else 16
-            )
-        elif s.A_REGS:
+        # A read once, from registers, in sets of A_KS K-columns (``regs_set_k``): a k-step's,
+        # or a slice's where a k-step's would be serialized or spill.
+        if s.A_KS == s.a_desc.block_shape[1]:
             acc, acc2, acc3, full, release = _mainloop_regs(
                 s, C, k_lo, k_hi, acc, acc2, acc3, full, release
+            )
+        elif s.A_KS > 0:
+            acc, acc2, acc3, full, release = _mainloop_regs_slices(
+                s, C, k_lo, k_hi, acc, acc2, acc3, full, release, s.A_KS
             )
         else:
             gl.static_assert(s.TAIL2_N == 0)  # three boxes read A from registers only
@@ -776,7 +768,7 @@ def r8_shape_adaptive_kernel(
     TAIL_N: gl.constexpr,
     TAIL2_N: gl.constexpr,
     ROWS_FIRST: gl.constexpr,
-    A_REGS: gl.constexpr,
+    A_KS: gl.constexpr,
     PRODUCER_WARPS: gl.constexpr,
     PRODUCER_REGS: gl.constexpr,
     CONSUMER_REGS: gl.constexpr,
@@ -858,7 +850,7 @@ def r8_shape_adaptive_kernel(
         TAIL_N,
         TAIL2_N,
         ROWS_FIRST,
-        A_REGS,
+        A_KS,
     )
     # -- roles --
     if NUM_CONSUMERS == 3:
@@ -867,7 +859,7 @@ def r8_shape_adaptive_kernel(
             [PRODUCER_WARPS, 4, 4],
             [PRODUCER_REGS, CONSUMER_REGS, CONSUMER_REGS],
         )
-    elif NUM_CONSUMERS == 2 and A_REGS:
+    elif NUM_CONSUMERS == 2 and A_KS > 0:
         # No register reallocation: under setmaxnreg, ptxas serializes the worker consumer's
         # register-A wgmmas (C7512; backends.gluon._workarounds, defect 1); 168 a thread hold
         # the widest two-box tile with K-slice register sets (_mainloop_regs_slices).
@@ -1507,7 +1499,7 @@ def plan(problem: Problem, num_sms: int, config: R8Config) -> Plan:
             TAIL_N=tail,
             TAIL2_N=tail2,
             ROWS_FIRST=rows_first(config),
-            A_REGS=config.a_operand == "regs",
+            A_KS=regs_set_k(config),
             PRODUCER_WARPS=PRODUCER_WARPS,
             PRODUCER_REGS=PRODUCER_REGS,
             CONSUMER_REGS=CONSUMER_REGS_3 if config.num_consumers == 3 else CONSUMER_REGS,
@@ -1516,6 +1508,22 @@ def plan(problem: Problem, num_sms: int, config: R8Config) -> Plan:
         num_warps=4,  # the default partition: consumer 0; consumers 1 and 2 are 4-warp workers
         num_ctas=config.cluster,
     )
+
+
+def regs_set_k(config: R8Config) -> int:
+    """The K-columns of A a consumer's register set holds (the kernel's ``A_KS``): 0 with A in
+    shared memory; a whole k-step on one consumer, and on two for a two-box tile up to
+    ``REGS_DEEP_MAX`` wide without stream-K; else a 32-column slice up to it (three boxes,
+    whose k-step sets ptxas serializes; stream-K, whose spill) and 16 wider, where a k-step's
+    would be serialized (``backends.gluon._workarounds``, defect 1). Narrower sets leave less
+    work in flight: a 16-column slice of a narrow tile is likely too little to cover a wgmma's
+    latency (README, "Twenty-fifth version")."""
+    if config.a_operand != "regs":
+        return 0
+    narrow = config.tile_n <= REGS_DEEP_MAX
+    if config.num_consumers == 1 or (narrow and not config.boxes[2] and not config.stream_k):
+        return BLOCK_K
+    return 32 if narrow else 16
 
 
 def rows_first(config: R8Config) -> bool:
