@@ -486,7 +486,10 @@ def test_r8_select_valid_for_every_problem():
         config = kernel.select(problem)  # no GPU here: the heuristic
         assert config in kernel.configs
         assert kernel.supports(problem, config) is None, problem.key
-        assert config.a_operand == "smem", (problem.key, config.name)  # regs: a variant
+        # A in registers only where the family's A/B said so (REGS_PICKED), and in raster m
+        family = (config.tile_m, config.tile_n, config.swap_ab)
+        regs = family in r8.REGS_PICKED and config.raster == "m"
+        assert config.a_operand == ("regs" if regs else "smem"), (problem.key, config.name)
         plan = r8.plan(problem, 132, config)
         stages = plan.constexprs["NUM_STAGES"]
         out_bytes = 4 if config.split_k > 1 else 2
@@ -506,7 +509,8 @@ def test_r8_select_valid_for_every_problem():
         if config.stream_k:
             assert plan.constexprs["PERSISTENT"] and plan.grid == (132 // config.cluster,)
         if config.wide_swap:  # a mid-size M, as the narrowest of the widths that fits it
-            assert swap_fits(problem, config.tile_n, r8.SWAP_WIDE), (problem.key, config.name)
+            widths = r8._swap_widths(config)  # a picked three-box width among them
+            assert swap_fits(problem, config.tile_n, widths), (problem.key, config.name)
         elif config.swap_ab:
             assert problem.m <= 64 < problem.n
         elif problem.m <= 32 and 64 < problem.n:
@@ -636,16 +640,17 @@ def test_r8_says_why_it_chose_each_config():
     assert why.startswith("384 tiles, 3.00 waves, model ") and "128x136 swap sk +" in why, why
     p = Problem(414, 6144, 6144)
     why = r8.KERNEL.selection_reason(p, r8.KERNEL.select(p))
-    assert why.startswith("128 tiles, 1.00 waves, model ") and "; next 128x192 +" in why, why
+    assert why.startswith("128 tiles, 1.00 waves, model ") and "; next 128x208 swap +" in why, why
 
 
 def test_r8_a_in_registers_twins_the_two_box_tiles_ptxas_pipelines():
     """``a_operand=regs`` is a raster-m twin of exactly the two-box tiles of one or two 64-row
     consumers (``backends.gluon._workarounds``), and the only way to run three boxes (the wide
     swaps of ``SWAP_WIDE_3``, within the widths ptxas keeps in flight and in registers);
-    elsewhere it is refused with the reason. It is a variant: the tune ranking times it after
-    every A in shared memory, the heuristic never picks it, and its name (unlike the
-    shared-memory one's) says so."""
+    elsewhere it is refused with the reason. It is a variant until its tile family's A/B
+    puts the family in ``REGS_PICKED`` (then the shared-memory twin is): the tune ranking
+    times variants after every priced config, the heuristic never picks one, and the register
+    config's name (unlike the shared-memory one's) says which it is."""
     r8 = _r8()
     p = Problem(300, 8192, 8192)
     regs = {c for c in r8.MENU if c.a_operand == "regs" and not c.boxes[2]}
@@ -670,19 +675,43 @@ def test_r8_a_in_registers_twins_the_two_box_tiles_ptxas_pipelines():
         and (not sk or w <= r8.SWAP_WIDE_3_SK)
     }
     assert all(c.a_operand == "regs" and c.raster == "m" and c.split_k == 1 for c in three)
+
+    def picked(c):
+        return (c.tile_m, c.tile_n, c.swap_ab) in r8.REGS_PICKED
+
     for c in regs | three:
-        assert r8._variant(p, c) and "a_operand=regs" in c.name
+        assert "a_operand=regs" in c.name
         assert "a_operand" not in dataclasses.replace(c, a_operand="smem").name
-    # what fit-cost prices (``priced``): A from shared memory, and a three-box tile's only
-    # kernel; no family has switched to registers yet (``REGS_PICKED``)
-    assert not r8.REGS_PICKED
+        assert r8._variant(p, c) == (not picked(c)), c.name
+    # the families whose register twin won its A/B (README, "Twenty-sixth version"): two two-box
+    # swaps and three three-box ones; their shared-memory twins in raster m became the variants
+    assert r8.REGS_PICKED == {
+        (128, 136, True),
+        (128, 160, True),
+        (128, 200, True),
+        (128, 208, True),
+        (128, 224, True),
+    }
+    assert all(
+        (m, n, swap) in {(c.tile_m, c.tile_n, c.swap_ab) for c in regs | three}
+        for m, n, swap in r8.REGS_PICKED
+    )
+    # what fit-cost prices (``priced``): the register kernel of a three-box tile and of a picked
+    # family in raster m (a record from before the knob read A from shared memory), else A
+    # from shared memory
     values = {c: {**dataclasses.asdict(c), "a_operand": c.a_operand} for c in r8.MENU}
-    assert {c for c in r8.MENU if not r8.priced(values[c])} == regs
+    smem_twins = {dataclasses.replace(c, a_operand="smem") for c in regs if picked(c)}
+    assert smem_twins and smem_twins <= set(r8.MENU)
+    unpriced = {c for c in regs if not picked(c)} | smem_twins
+    assert {c for c in r8.MENU if not r8.priced(values[c])} == unpriced
     assert all(
         r8.priced({k: v for k, v in values[c].items() if k != "a_operand"})
         for c in r8.MENU
-        if c.a_operand == "smem"
+        if c.a_operand == "smem" and c not in smem_twins
     )
+    for c in smem_twins:  # picked, the family keeps A in shared memory where the raster is n
+        raster_n = dataclasses.replace(c, raster="n")
+        assert r8.priced({**dataclasses.asdict(raster_n), "a_operand": "smem"}), c.name
     refused = {
         "one box": r8.R8Config(128, 128, 1, swap_ab=True, a_operand="regs"),
         "256 rows": r8.R8Config(256, 144, 1, swap_ab=True, a_operand="regs"),
@@ -701,8 +730,12 @@ def test_r8_a_in_registers_twins_the_two_box_tiles_ptxas_pipelines():
     for what, c in refused.items():
         assert c not in r8.MENU and r8._valid(p, c), what
     ranked = r8._ranked(p)
-    first_regs = next(i for i, c in enumerate(ranked) if c.a_operand == "regs")
-    assert all(r8._variant(p, c) for c in ranked[first_regs:])
+    variants = [r8._variant(p, c) for c in ranked]  # timed after every priced config
+    assert variants == sorted(variants) and any(variants)
+    first_unpicked = next(
+        i for i, c in enumerate(ranked) if c.a_operand == "regs" and not picked(c)
+    )
+    assert all(variants[first_unpicked:])
     # the K-columns a register set holds (backends.gluon._workarounds, defect 1): a k-step on
     # one consumer and on two for a narrow two-box tile; else 32 up to REGS_DEEP_MAX, then 16
     sets = {
@@ -728,6 +761,7 @@ def test_a_picked_three_box_family_adds_a_width_and_removes_none(monkeypatch):
     r8 = _r8()
     wide = Problem(444, 8192, 8192)
     fast = r8.COST.with_params({"eff:128x224": 0.80, "eff:128x176": 0.30})
+    monkeypatch.setattr(r8, "REGS_PICKED", frozenset())
     before = r8._heuristic(wide, fast)
     assert before.boxes[2] == 0  # a variant until picked, however it is priced
     monkeypatch.setattr(r8, "REGS_PICKED", frozenset({(128, 224, True), (128, 176, True)}))
@@ -741,6 +775,24 @@ def test_a_picked_three_box_family_adds_a_width_and_removes_none(monkeypatch):
     assert r8._swap_widths(kept) == r8.SWAP_WIDE
     monkeypatch.setattr(r8, "REGS_PICKED", frozenset())
     assert r8._heuristic(two_box, fast) == kept
+
+
+def test_the_shared_rules_see_a_register_pick_as_its_tile():
+    """``harness.tile_cost``'s rules (whole-wave swap, unsplit twin, one box wider) replace a
+    pick by tile geometry; ``_as_priced`` gives what they return the A operand its family is
+    priced with, so a register pick is replaced as its shared-memory twin was. A picked family
+    keeps A in shared memory where the raster is n (its register twins are raster m only)."""
+    r8 = _r8()
+    for shape in ((136, 36864, 7168), (133, 37888, 3584)):  # 128x136 stream-K, 3 waves of 192x72
+        p = Problem(*shape)
+        ranked = [c for c in r8._ranked(p) if r8._allowed(p, c)]
+        assert (ranked[0].tile_n, ranked[0].stream_k, ranked[0].a_operand) == (136, True, "regs")
+        pick = r8._heuristic(p)
+        assert (pick.tile_m, pick.tile_n, pick.a_operand) == (192, 72, "smem"), pick.name
+    for shape, tile_n in (((631, 4096, 4096), 160), ((909, 4608, 3584), 136)):
+        pick = r8._heuristic(Problem(*shape))
+        assert (pick.tile_n, pick.raster, pick.a_operand) == (tile_n, "n", "smem"), pick.name
+        assert not r8._variant(Problem(*shape), pick)
 
 
 def test_r8_menu_fits_shared_memory():

@@ -1290,6 +1290,9 @@ COST = HOPPER.with_params(
         "eff:128x144": 0.6662,
         "eff:128x160": 0.6947,
         "eff:128x192": 0.759,
+        "eff:128x200": 0.7098,
+        "eff:128x208": 0.7291,
+        "eff:128x224": 0.7571,
         "eff:128x256": 0.7318,
         "eff:192x96": 0.75,
         "eff:192x128": 0.7463,
@@ -1308,16 +1311,34 @@ COST = HOPPER.with_params(
 #: Tile families (tile_m, tile_n, swap_ab: what an efficiency of ``COST`` prices) whose pick
 #: reads A from registers: a device A/B found ``a_operand=regs`` faster there, so the heuristic
 #: takes the register twin, ``fit-cost`` prices the family from its timings (``priced``) and
-#: the shared-memory twin is the variant. Empty: no A/B has run yet (README, "Twenty-third
-#: version" and "Twenty-fourth version" have the rules that would add a family).
-REGS_PICKED: frozenset[tuple[int, int, bool]] = frozenset()
+#: the shared-memory twin is the variant. Each passed its rule, fixed before its run (README,
+#: "Twenty-sixth version"): the two-box 128x136 and 128x160 swaps (register / shared-memory
+#: time 0.947 and 0.975, none above 1.02), the three-box 128x200, 128x208, 128x224 swaps (0.987,
+#: 0.987, 0.913 of the own pick's time at unseen tuning shapes).
+REGS_PICKED: frozenset[tuple[int, int, bool]] = frozenset(
+    {(128, 136, True), (128, 160, True), (128, 200, True), (128, 208, True), (128, 224, True)}
+)
 
 
-def _priced_operand(tile_m: int, tile_n: int, swap_ab: bool) -> str:
+def _priced_operand(tile_m: int, tile_n: int, swap_ab: bool, raster: str = "m") -> str:
     """The A operand of the kernel the cost model prices for a tile family: registers for a
-    three-box tile (its only kernel) or a family of ``REGS_PICKED``, else shared memory."""
+    three-box tile (its only kernel) or a family of ``REGS_PICKED`` in raster m (the register
+    twins' only raster: where ``heuristic_raster`` says n the family keeps A in shared
+    memory), else shared memory."""
     three = R8Config(tile_m, tile_n, swap_ab=swap_ab).boxes[2] > 0
-    return "regs" if three or (tile_m, tile_n, swap_ab) in REGS_PICKED else "smem"
+    picked = (tile_m, tile_n, swap_ab) in REGS_PICKED and raster == "m"
+    return "regs" if three or picked else "smem"
+
+
+def _as_priced(c: R8Config | None) -> R8Config | None:
+    """``c`` with the A operand the model prices for its tile family: what the heuristic's
+    rules (``harness.tile_cost``'s, which see tile geometry only) return becomes a config
+    of this menu."""
+    if c is None:
+        return None
+    return dataclasses.replace(
+        c, a_operand=_priced_operand(c.tile_m, c.tile_n, c.swap_ab, c.raster)
+    )
 
 
 def priced(values: Mapping[str, Any]) -> bool:
@@ -1325,7 +1346,10 @@ def priced(values: Mapping[str, Any]) -> bool:
     (``harness.fitcost.Priced``: ``fit-cost --base`` fits only such timings): the A operand
     ``_priced_operand`` names for its tile family ("smem" where a record predates the knob)."""
     operand = _priced_operand(
-        int(values["tile_m"]), int(values["tile_n"]), bool(values.get("swap_ab"))
+        int(values["tile_m"]),
+        int(values["tile_n"]),
+        bool(values.get("swap_ab")),
+        str(values.get("raster", "m")),
     )
     return values.get("a_operand", "smem") == operand
 
@@ -1344,7 +1368,7 @@ def _variant(problem: Problem, config: R8Config, model: TileCostModel = COST) ->
         unpriced
         or config.group != 8
         or config.raster != heuristic_raster(problem, config)
-        or config.a_operand != _priced_operand(*family)
+        or config.a_operand != _priced_operand(*family, config.raster)
         or (config.boxes[2] > 0 and family not in REGS_PICKED)
     )
 
@@ -1369,7 +1393,10 @@ def _heuristic(problem: Problem, model: TileCostModel = COST) -> R8Config:
     (``harness.tile_cost.whole_wave_swap``), else ``_one_box_wider``. Ties go to the larger
     tile, then to cluster 2 (rung 7 at large M x N), then to no split and no stream-K.
     ``model`` prices the configs (``COST``; ``fit-cost --moves`` passes fitted constants to
-    list the picks they would move, an unswapped two-box tile pickable where it names one)."""
+    list the picks they would move, an unswapped two-box tile pickable where it names one).
+    The shared rules see tile geometry; ``_as_priced`` gives the configs they return the A
+    operand their family is priced with (a ``REGS_PICKED`` pick's 192-row whole-wave swap reads
+    A from shared memory, as every 192-row tile does)."""
 
     allowed = functools.partial(_allowed, problem, model=model)
 
@@ -1377,13 +1404,13 @@ def _heuristic(problem: Problem, model: TileCostModel = COST) -> R8Config:
         return c is not None and c in MENU and _valid(problem, c) is None and allowed(c)
 
     pick = cheapest(problem, MENU, _valid, allowed, block_k=BLOCK_K, model=model)
-    unsplit = unsplit_twin(problem, pick)
+    unsplit = _as_priced(unsplit_twin(problem, pick))
     if takes(unsplit):
         pick = unsplit
-    whole = whole_wave_swap(problem, pick, 192, ROWS_192_WHOLE)
+    whole = _as_priced(whole_wave_swap(problem, pick, 192, ROWS_192_WHOLE))
     if whole in MENU and _valid(problem, whole) is None:
         return whole
-    wider = _one_box_wider(problem, pick)
+    wider = _as_priced(_one_box_wider(problem, pick))
     return wider if takes(wider) else pick
 
 
