@@ -28,9 +28,9 @@ Changes from rung 7 (``multi_consumer``):
     (5120, 10240, 6144, 3072): the same two rings and wgmmas, D leaving as two untransposed
     boxes side by side; priced by their own efficiencies (``COST``'s ``ueff:``, fitted to
     their timings: the wide swaps of the same size run at another rate);
-  * ``a_operand=regs`` (a variant, not picked until timed): a two-box tile's consumer loads
-    its A into registers (``ldmatrix``) once for both boxes' wgmmas, which otherwise each
-    read it from shared memory; two register sets in turn keep one k-step in flight
+  * ``a_operand=regs`` (a variant until an A/B puts its tile family in ``REGS_PICKED``): a
+    two-box tile's consumer loads its A into registers (``ldmatrix``) once for both boxes'
+    wgmmas, which otherwise each read it from shared memory; two register sets in turn keep one k-step in flight
     (``_mainloop_regs``), or with two consumers, without register reallocation, a k-step
     up to ``REGS_DEEP_MAX`` columns wide, else one K-slice of 32 columns (three boxes and
     stream-K up to it) or 16 (wider) (``_mainloop_regs_slices``; ptxas:
@@ -1311,7 +1311,10 @@ COST = HOPPER.with_params(
 #: Tile families (tile_m, tile_n, swap_ab: what an efficiency of ``COST`` prices) whose pick
 #: reads A from registers: a device A/B found ``a_operand=regs`` faster there, so the heuristic
 #: takes the register twin, ``fit-cost`` prices the family from its timings (``priced``) and
-#: the shared-memory twin is the variant. Each passed its rule, fixed before its run (README,
+#: the shared-memory twin is the variant (the two-box families here keep the efficiencies fitted
+#: to their shared-memory timings: two and three register timings are too few to price them, and
+#: they under-price the twin by the 2.5-5 % it measured). Each passed its rule, fixed before
+#: its run (README,
 #: "Twenty-sixth version"): the two-box 128x136 and 128x160 swaps (register / shared-memory
 #: time 0.947 and 0.975, none above 1.02), the three-box 128x200, 128x208, 128x224 swaps (0.987,
 #: 0.987, 0.913 of the own pick's time at unseen tuning shapes).
