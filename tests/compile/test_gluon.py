@@ -23,7 +23,14 @@ from expectations import require_dsl
 
 from backends.gluon import kernels
 from harness.protocol import Problem, Rung
-from harness.tile_cost import HOPPER, MIN_K_PER_SPLIT, swap_fits
+from harness.tile_cost import (
+    HOPPER,
+    MIN_K_PER_SPLIT,
+    TRANSPOSE_FILL,
+    TRANSPOSE_M,
+    idle_share,
+    swap_fits,
+)
 
 require_dsl("gluon", "triton.experimental.gluon", "Gluon (triton==3.9.0)")
 
@@ -508,7 +515,9 @@ def test_r8_select_valid_for_every_problem():
         assert 1 <= plan.grid[0] <= max(units, 132 // config.cluster)
         if config.stream_k:
             assert plan.constexprs["PERSISTENT"] and plan.grid == (132 // config.cluster,)
-        if config.wide_swap:  # a mid-size M, as the narrowest of the widths that fits it
+        if config in r8._transposes(problem) and TRANSPOSE_M[0] <= problem.m <= TRANSPOSE_M[1]:
+            assert 1 - idle_share(config, problem) >= TRANSPOSE_FILL, (problem.key, config.name)
+        elif config.wide_swap:  # a mid-size M, as the narrowest of the widths that fits it
             widths = r8._swap_widths(config)  # a picked three-box width among them
             assert swap_fits(problem, config.tile_n, widths), (problem.key, config.name)
         elif config.swap_ab:
@@ -793,6 +802,38 @@ def test_the_shared_rules_see_a_register_pick_as_its_tile():
         pick = r8._heuristic(Problem(*shape))
         assert (pick.tile_n, pick.raster, pick.a_operand) == (tile_n, "n", "smem"), pick.name
         assert not r8._variant(Problem(*shape), pick)
+
+
+def test_r8_transposes_a_part_empty_wave_into_a_picked_three_box_swap(monkeypatch):
+    """At M 1024-5120 an unswapped pick wasting 10 % of its waves' SM time gives way to the
+    three-box register swap of a ``REGS_PICKED`` family whose tiles fill its waves
+    (``harness.tile_cost.whole_wave_transpose`` over ``_transposes``): H200, % of cuBLAS,
+    1463x4608x3584 128x256 pair 85.4 -> 128x224 swapped 96.9, 2456x4608x4096 87.2 -> 98.3
+    (README, "Twenty-seventh version"). Only those families: no two-box swap, no pick where
+    the REGS_PICKED set is empty; rung 7's 4096^3 and 8192^3 and every `sweep` pick stay."""
+    from harness.problems import expand
+
+    r8 = _r8()
+    for shape in ((1463, 4608, 3584), (2456, 4608, 4096)):
+        p = Problem(*shape)
+        pick = r8._heuristic(p)
+        assert (pick.tile_m, pick.tile_n, pick.swap_ab, pick.a_operand) == (128, 224, True, "regs")
+        assert (pick.cluster, pick.raster, pick.split_k, pick.stream_k) == (1, "m", 1, False)
+        assert pick.boxes[2] and 1 - idle_share(pick, p) >= TRANSPOSE_FILL
+    candidates = {
+        c
+        for shape in ((1463, 4608, 3584), (3000, 3584, 8192))
+        for c in r8._transposes(Problem(*shape))
+    }
+    assert candidates and all(c.boxes[2] and c.a_operand == "regs" for c in candidates)
+    assert {c.tile_n for c in candidates} <= {n for m, n, swap in r8.REGS_PICKED if swap}
+    for shape in ((4096, 4096, 4096), (8192, 8192, 8192), (1024, 4096, 4096)):
+        assert not r8._heuristic(Problem(*shape)).swap_ab, shape
+    for p in expand(["sweep"]):
+        assert r8._heuristic(p) not in r8._transposes(p) or p.m < TRANSPOSE_M[0], p.key
+    monkeypatch.setattr(r8, "REGS_PICKED", frozenset())
+    assert not r8._transposes(Problem(1463, 4608, 3584))
+    assert r8._heuristic(Problem(1463, 4608, 3584)).label == "128x256 c2"
 
 
 def test_r8_menu_fits_shared_memory():

@@ -30,11 +30,12 @@ Changes from rung 7 (``multi_consumer``):
     their timings: the wide swaps of the same size run at another rate);
   * ``a_operand=regs`` (a variant until an A/B puts its tile family in ``REGS_PICKED``): a
     two-box tile's consumer loads its A into registers (``ldmatrix``) once for both boxes'
-    wgmmas, which otherwise each read it from shared memory; two register sets in turn keep one k-step in flight
-    (``_mainloop_regs``), or with two consumers, without register reallocation, a k-step
-    up to ``REGS_DEEP_MAX`` columns wide, else one K-slice of 32 columns (three boxes and
-    stream-K up to it) or 16 (wider) (``_mainloop_regs_slices``; ptxas:
-    ``backends.gluon._workarounds``);
+    wgmmas, which otherwise each read it from shared memory; two register sets in turn keep
+    one k-step in flight (``_mainloop_regs``), or with two consumers, without register
+    reallocation, a k-step up to ``REGS_DEEP_MAX`` columns wide, else one K-slice of 32
+    columns (three boxes and stream-K up to it) or 16 (wider) (``_mainloop_regs_slices``;
+    ptxas: ``backends.gluon._workarounds``); the heuristic picks it for the
+    ``REGS_PICKED`` families;
   * three-box wide swaps (``SWAP_WIDE_3``: 152 = 128 + 16 + 8, ...; A in registers only, so
     the third box costs only its B): a third B ring, wgmma, accumulator and D box;
     ``TAIL2_N`` > 0 compiles that in;
@@ -159,6 +160,7 @@ from harness.tile_cost import (
     ranked,
     unsplit_twin,
     whole_wave_swap,
+    whole_wave_transpose,
 )
 
 # -- constants --------------------------------------------------------------------------------
@@ -1393,7 +1395,10 @@ def _heuristic(problem: Problem, model: TileCostModel = COST) -> R8Config:
     no unswapped split (``swapped_splits``); then the 64-row unsplit twin of a 128-row wide
     swap split two ways (``harness.tile_cost.unsplit_twin``); then a 192-row swapped tile in
     place of a stream-K wide swap where its tiles fill two waves or more, the last to 90 %
-    (``harness.tile_cost.whole_wave_swap``), else ``_one_box_wider``. Ties go to the larger
+    (``harness.tile_cost.whole_wave_swap``); at M 1024-5120 the three-box register swap of
+    ``_transposes`` in place of an unswapped pick wasting 10 % of its waves' SM time
+    (``harness.tile_cost.whole_wave_transpose``, as in CuTeDSL's rung 8); else
+    ``_one_box_wider``. Ties go to the larger
     tile, then to cluster 2 (rung 7 at large M x N), then to no split and no stream-K.
     ``model`` prices the configs (``COST``; ``fit-cost --moves`` passes fitted constants to
     list the picks they would move, an unswapped two-box tile pickable where it names one).
@@ -1413,8 +1418,32 @@ def _heuristic(problem: Problem, model: TileCostModel = COST) -> R8Config:
     whole = _as_priced(whole_wave_swap(problem, pick, 192, ROWS_192_WHOLE))
     if whole in MENU and _valid(problem, whole) is None:
         return whole
+    seconds = functools.partial(model.seconds, problem, block_k=BLOCK_K)
+    transposed = whole_wave_transpose(problem, pick, _transposes(problem), seconds)
+    if transposed is not None:
+        return transposed
     wider = _as_priced(_one_box_wider(problem, pick))
     return wider if takes(wider) else pick
+
+
+def _transposes(problem: Problem) -> list[R8Config]:
+    """The swapped tiles ``harness.tile_cost.whole_wave_transpose`` may trade an unswapped pick
+    for at M 1024-5120: the three-box wide swaps of the ``REGS_PICKED`` families (128 rows, A
+    in registers, one CTA, raster m: their only kernel, as they were timed), unsplit. Not the
+    two-box swaps: at the five shapes the shared rule first moved, those ran 5-10 points
+    behind the pick at four (README, "Not taken, timed: the shared whole-wave transpose"); the
+    three-box 128x224 ran 11-12 points ahead of the 128x256 pair at both tuning shapes that
+    timed it there (README, "Twenty-seventh version")."""
+    return [
+        c
+        for c in MENU
+        if c.wide_swap
+        and c.boxes[2]
+        and (c.tile_m, c.tile_n, c.swap_ab) in REGS_PICKED
+        and c.a_operand == "regs"
+        and (c.cluster, c.raster, c.group, c.split_k, c.stream_k) == (1, "m", 8, 1, False)
+        and _valid(problem, c) is None
+    ]
 
 
 #: The M up to which the heuristic still splits a K of at most ``SPLIT_SHORT_K``: decode,
