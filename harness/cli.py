@@ -722,12 +722,11 @@ def cmd_fit_cost(args: argparse.Namespace) -> int:
         docs = tuning_docs(load_many(args.results, warn=_warn), _warn)
         current = _cost_model(args.base)
         base = _with_set(current, args.set)
-        heuristic = None
         module = importlib.import_module(args.base) if args.base else None
-        if args.moves:
-            heuristic = getattr(module, "_heuristic", None)
-            if heuristic is None:
-                raise ValueError(f"--base {args.base}: no _heuristic(problem, model) to move")
+        # the module's own choice: judged where the runs timed it, moved by --moves
+        heuristic = getattr(module, "_heuristic", None)
+        if args.moves and heuristic is None:
+            raise ValueError(f"--base {args.base}: no _heuristic(problem, model) to move")
         parts = (args.base or "").split(".")
         kernel = "/".join(parts[1:]) if parts[0] == "backends" else (args.base or "")
         text = report(
@@ -1015,7 +1014,8 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="MODULE",
         help="start from this rung-8 module's COST (e.g. backends.cutedsl.sm90."
         "r8_shape_adaptive) instead of the shared HOPPER model, and fit on the timings of "
-        "the kernels its `priced` rule names (if it declares one)",
+        "the kernels its `priced` rule names (if it declares one); the report then also "
+        "judges the module's heuristic as it stands where the runs timed its pick",
     )
     p.add_argument(
         "--only",

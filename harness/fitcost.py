@@ -36,7 +36,16 @@ from harness.tile_cost import (
     named,
 )
 
-__all__ = ["Priced", "ceiling", "model_config", "moves", "own_choice", "report", "samples"]
+__all__ = [
+    "Priced",
+    "ceiling",
+    "current_choice",
+    "model_config",
+    "moves",
+    "own_choice",
+    "report",
+    "samples",
+]
 
 #: A rung-8 module's heuristic priced by a given model (``_heuristic(problem, model)``).
 Heuristic = Callable[[Problem, TileCostModel], GemmConfig]
@@ -256,6 +265,82 @@ def own_choice(docs: Iterable[Document], backends: Sequence[str] | None = None) 
     return lines
 
 
+def current_choice(
+    docs: Iterable[Document],
+    heuristic: Heuristic,
+    model: TileCostModel,
+    kernel: str,
+    worst: int = 5,
+) -> list[str]:
+    """Where the heuristic as it stands (``heuristic`` priced by ``model``: a module's own
+    choice with its rules, no tuned table) trails what the runs of ``kernel`` measured: per
+    (GPU, problem) whose current pick some run timed, the pick's time over the fastest config
+    that run timed (the latest such run), as a mean per M band, then the ``worst`` problems
+    with what beat the pick (% of cuBLAS in that run). :func:`own_choice` judges each run's
+    choice as it stood then; this judges today's picks, on the shapes the runs timed (tuning
+    shapes: in sample), and names the A/Bs worth running next. Problems no run timed the pick
+    of are counted, not judged."""
+    # (GPU, problem) -> run (created, source) -> config name -> its fastest record there
+    runs: dict[tuple[str, Problem], dict[tuple[str, str], dict[str, BenchRecord]]] = {}
+    for gpu, doc, rec in _timed_rung8(docs, None):
+        if rec.kernel != kernel or not rec.config:
+            continue
+        run = (doc.created or "", doc.source or "")
+        timed = runs.setdefault((gpu, rec.problem), {}).setdefault(run, {})
+        old = timed.get(rec.config)
+        if old is None or (rec.median_ms or math.inf) < (old.median_ms or math.inf):
+            timed[rec.config] = rec
+    lines = []
+    for gpu in sorted({g for g, _ in runs}):
+        problems = {p: r for (g, p), r in runs.items() if g == gpu}
+        judged: list[tuple[Problem, float, BenchRecord, BenchRecord]] = []
+        for problem, by_run in problems.items():
+            pick = str(heuristic(problem, model))
+            seen = [by_run[run] for run in sorted(by_run) if pick in by_run[run]]
+            if not seen:
+                continue
+            own = seen[-1][pick]
+            best = min(seen[-1].values(), key=lambda r: r.median_ms or math.inf)
+            ratio = (own.median_ms or math.inf) / (best.median_ms or math.inf)
+            judged.append((problem, ratio - 1.0, own, best))
+        if not judged:
+            continue
+        parts = [
+            f"{band} {100 * statistics.mean(rs):.1f} % ({len(rs)})"
+            for band, rs in _by_band((p, r) for p, r, _, _ in judged)
+        ]
+        mean = 100 * statistics.mean(r for _, r, _, _ in judged)
+        lines.append(
+            f"today's choice on {gpu} (the heuristic now, where a run timed its pick: against "
+            f"the fastest config that run timed): {mean:.1f} % slower (mean, {len(judged)} of "
+            f"{len(problems)} problems; no run timed the others' pick); " + "; ".join(parts)
+        )
+        for problem, r, own, best in sorted(judged, key=lambda j: -j[1])[:worst]:
+            if r <= 0:
+                break
+            lines.append(
+                f"    {problem.key:<24} +{100 * r:4.1f} %  {_short(own)} ({_pct(own)}) < "
+                f"{_short(best)} ({_pct(best)})"
+            )
+    return lines
+
+
+def _short(rec: BenchRecord) -> str:
+    """A record's config, short: the shared knobs' label, then any other knob off its
+    default (``128x224 swap a_operand=regs``, ``128x144 swap raster=n``)."""
+    knobs = {_LEGACY_NAMES.get(k, k): v for k, v in (rec.config_values or {}).items()}
+    if not {"tile_m", "tile_n", "cluster"} <= set(knobs):
+        return str(rec.config)
+    label = {"tile_m", "tile_n", "cluster", "swap_ab", "split_k", "stream_k"}
+    defaults = {**_DEFAULTS, **_PRICED_KNOBS}
+    extra = [f"{k}={v}" for k, v in knobs.items() if k not in label and v != defaults.get(k)]
+    return " ".join([_shared(knobs).label, *extra])
+
+
+def _pct(rec: BenchRecord) -> str:
+    return f"{rec.pct_of_cublas:.1f} %" if rec.pct_of_cublas else "no cuBLAS ratio"
+
+
 def _by_band(values: Iterable[tuple[Problem, float]]) -> Iterator[tuple[str, list[float]]]:
     """(name, values) of each of :data:`M_BANDS` that holds a problem of ``values``."""
     values = list(values)
@@ -351,6 +436,8 @@ def report(
     lines.append(_line("current constants, in sample", errors, [r for _, r in regrets]))
     lines += ceiling(docs, backends)
     lines += own_choice(docs, backends)
+    if heuristic is not None and kernel:
+        lines += current_choice(docs, heuristic, current or base, kernel)
     kw = dict(rounds=rounds, only=only, min_problems=min_problems)
     cv = cross_validate(data, base, folds=folds, **kw)
     lines.append(

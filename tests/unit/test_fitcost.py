@@ -1,5 +1,6 @@
 """``harness.fitcost.ceiling``: what a perfect choice among the timed configs reaches;
-``harness.fitcost.own_choice``: what the kernels' own choices cost in their tuning runs."""
+``harness.fitcost.own_choice``: what the kernels' own choices cost in their tuning runs;
+``harness.fitcost.current_choice``: where the heuristic as it stands trails what was timed."""
 
 from __future__ import annotations
 
@@ -11,7 +12,15 @@ from pathlib import Path
 
 import pytest
 
-from harness.fitcost import M_BANDS, ceiling, held_out_weighted, moves, own_choice, samples
+from harness.fitcost import (
+    M_BANDS,
+    ceiling,
+    current_choice,
+    held_out_weighted,
+    moves,
+    own_choice,
+    samples,
+)
 from harness.gemm import Problem
 from harness.problems import held_out_m_share, random_shapes
 from harness.protocol import KernelSpec, Rung
@@ -233,6 +242,57 @@ def test_own_choice_is_per_gpu_and_per_backend() -> None:
     ]
     assert "10.0 % slower" in lines[0] and "0.0 % slower" in lines[1]
     assert own_choice([h100], backends=["cutedsl"]) == []
+
+
+def _timed(spec: KernelSpec, m: int, ms: float, pct: float, **knobs: object) -> BenchRecord:
+    """A timed record of the config ``knobs`` name (the shared knobs' defaults filled in)."""
+    config = GemmConfig(**{k: v for k, v in knobs.items() if k != "a_operand"})
+    own = "".join(f",{k}={v}" for k, v in knobs.items() if k == "a_operand")  # a backend's knob
+    return dataclasses.replace(
+        _rec(spec, m, pct, ms=ms),
+        config=str(config) + own,
+        config_values={**dataclasses.asdict(config), **knobs},
+    )
+
+
+def test_current_choice_judges_todays_pick_in_the_latest_run_that_timed_it() -> None:
+    """Per (GPU, problem): the heuristic's pick now, in the latest run that timed it, against
+    the fastest config that run timed; a problem whose pick no run timed is counted, not
+    judged; another kernel's records and other runs' timings do not count; the worst lines
+    name what beat the pick, knobs off their defaults included."""
+    pick = GemmConfig(128, 256, cluster=2)
+    wide = dict(tile_m=128, tile_n=224, cluster=1, swap_ab=True, a_operand="regs")
+
+    def heuristic(problem: Problem, model: TileCostModel) -> GemmConfig:
+        return pick if problem.m != 700 else GemmConfig(64, 64)
+
+    def run(created: str, *records: BenchRecord) -> Document:
+        return Document("bench", {"gpu": "NVIDIA H200"}, records, created, source=created)
+
+    old = run(
+        "2026-12-01",
+        _timed(R8, 2000, 1.0, 80.0, tile_m=128, tile_n=256, cluster=2),
+        _timed(R8, 2000, 0.5, 99.0, **wide),  # a later run timed the pick again: not this one
+    )
+    new = run(
+        "2026-12-05",
+        _timed(R8, 2000, 1.25, 80.0, tile_m=128, tile_n=256, cluster=2),
+        _timed(R8, 2000, 1.0, 98.3, **wide),
+        _timed(R8, 16, 1.0, 95.0, tile_m=128, tile_n=256, cluster=2),
+        _timed(R8, 700, 1.0, 90.0, tile_m=128, tile_n=128),  # the pick (64x64) never timed
+        _timed(R7, 16, 0.1, 300.0, tile_m=128, tile_n=256, cluster=2),  # another kernel
+    )
+    head, worst = current_choice([new, old], heuristic, HOPPER, R8.id)
+    assert head.startswith("today's choice on NVIDIA H200")
+    assert "12.5 % slower (mean, 2 of 3 problems" in head
+    assert "M 1-64 0.0 % (1)" in head and "M 1025-4096 25.0 % (1)" in head
+    assert (
+        worst.split()
+        == (
+            "2000x4096x4096-fp16 +25.0 % 128x256 c2 (80.0 %) < 128x224 swap a_operand=regs (98.3 %)"
+        ).split()
+    )
+    assert current_choice([new], heuristic, HOPPER, R7.id + "x") == []
 
 
 def test_held_out_m_shares_are_what_held_out_suites_hold() -> None:
