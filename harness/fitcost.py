@@ -6,8 +6,9 @@ by problem: a problem's configs are never split between fit and test) and fits o
 The report gives the current constants' error, the selection's ceiling (:func:`ceiling`: the
 fastest timed config against cuBLAS, per M band), what each run's own choice cost against the
 fastest config it timed (:func:`own_choice`: the heuristic with its rules, as it stood when the
-run ran, where the model's "first choice" ranks every timed config), the out-of-fold error and
-choice regret, and the fitted constants to paste into ``harness.tile_cost.HOPPER``.
+run ran, where the model's "first choice" ranks every timed config), with a base module what its
+heuristic picks today cost where a run timed the pick (:func:`current_choice`), the out-of-fold
+error and choice regret, and the fitted constants to paste into ``harness.tile_cost.HOPPER``.
 """
 
 from __future__ import annotations
@@ -419,8 +420,9 @@ def report(
     ``base`` is the model the fit starts from (a backend's ``COST``), ``only`` the constants
     it fits and ``min_problems`` the problems a tile needs for an efficiency of its own
     (``tile_cost.fit``); the report's last line says which. With ``heuristic`` (the base
-    module's) and ``moves_over`` (tuning problems), it ends with :func:`moves`: the picks the
-    fitted constants would move against ``current`` (the module's constants as they stand;
+    module's) and ``kernel`` it judges today's picks (:func:`current_choice`, priced by
+    ``current``); with ``moves_over`` (tuning problems) too, it ends with :func:`moves`: the
+    picks the fitted constants would move against ``current`` (the module's constants as they stand;
     default ``base``), and how to time them (``kernel``: the module's kernel id). ``priced``
     is the module's rule for which of its kernels the model prices (:func:`model_config`)."""
     data = samples(docs, backends, priced)
