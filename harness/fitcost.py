@@ -319,22 +319,27 @@ def current_choice(
         for problem, r, own, best in sorted(judged, key=lambda j: -j[1])[:worst]:
             if r <= 0:
                 break
+            defaults = _knob_defaults(heuristic(problem, model))
             lines.append(
-                f"    {problem.key:<24} +{100 * r:4.1f} %  {_short(own)} ({_pct(own)}) < "
-                f"{_short(best)} ({_pct(best)})"
+                f"    {problem.key:<24} +{100 * r:4.1f} %  {_short(own, defaults)} ({_pct(own)}) "
+                f"< {_short(best, defaults)} ({_pct(best)})"
             )
     return lines
 
 
-def _short(rec: BenchRecord) -> str:
+def _knob_defaults(config: GemmConfig) -> dict[str, Any]:
+    """Every knob's default in ``config``'s class (the shared ones and the backend's own)."""
+    return {f.name: f.default for f in dataclasses.fields(config)}
+
+
+def _short(rec: BenchRecord, defaults: Mapping[str, Any]) -> str:
     """A record's config, short: the shared knobs' label, then any other knob off its
-    default (``128x224 swap a_operand=regs``, ``128x144 swap raster=n``)."""
+    ``defaults`` (``128x224 swap a_operand=regs``, ``128x144 swap raster=n``)."""
     knobs = {_LEGACY_NAMES.get(k, k): v for k, v in (rec.config_values or {}).items()}
     if not {"tile_m", "tile_n", "cluster"} <= set(knobs):
         return str(rec.config)
     label = {"tile_m", "tile_n", "cluster", "swap_ab", "split_k", "stream_k"}
-    defaults = {**_DEFAULTS, **_PRICED_KNOBS}
-    extra = [f"{k}={v}" for k, v in knobs.items() if k not in label and v != defaults.get(k)]
+    extra = [f"{k}={v}" for k, v in knobs.items() if k not in label and v != defaults.get(k, v)]
     return " ".join([_shared(knobs).label, *extra])
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from harness.configs import quiet_knob
 from harness.fitcost import (
     M_BANDS,
     ceiling,
@@ -244,14 +245,18 @@ def test_own_choice_is_per_gpu_and_per_backend() -> None:
     assert own_choice([h100], backends=["cutedsl"]) == []
 
 
+@dataclasses.dataclass(frozen=True)
+class _OwnConfig(GemmConfig):
+    """A backend's config: the shared knobs and one of its own (Gluon's A operand)."""
+
+    a_operand: str = quiet_knob("smem")
+
+
 def _timed(spec: KernelSpec, m: int, ms: float, pct: float, **knobs: object) -> BenchRecord:
-    """A timed record of the config ``knobs`` name (the shared knobs' defaults filled in)."""
-    config = GemmConfig(**{k: v for k, v in knobs.items() if k != "a_operand"})
-    own = "".join(f",{k}={v}" for k, v in knobs.items() if k == "a_operand")  # a backend's knob
+    """A timed record of the config ``knobs`` name (the other knobs at their defaults)."""
+    config = _OwnConfig(**knobs)  # type: ignore[arg-type]
     return dataclasses.replace(
-        _rec(spec, m, pct, ms=ms),
-        config=str(config) + own,
-        config_values={**dataclasses.asdict(config), **knobs},
+        _rec(spec, m, pct, ms=ms), config=config.name, config_values=config.values()
     )
 
 
@@ -260,11 +265,11 @@ def test_current_choice_judges_todays_pick_in_the_latest_run_that_timed_it() -> 
     the fastest config that run timed; a problem whose pick no run timed is counted, not
     judged; another kernel's records and other runs' timings do not count; the worst lines
     name what beat the pick, knobs off their defaults included."""
-    pick = GemmConfig(128, 256, cluster=2)
+    pick = _OwnConfig(128, 256, cluster=2)
     wide = dict(tile_m=128, tile_n=224, cluster=1, swap_ab=True, a_operand="regs")
 
     def heuristic(problem: Problem, model: TileCostModel) -> GemmConfig:
-        return pick if problem.m != 700 else GemmConfig(64, 64)
+        return pick if problem.m != 700 else _OwnConfig(64, 64)
 
     def run(created: str, *records: BenchRecord) -> Document:
         return Document("bench", {"gpu": "NVIDIA H200"}, records, created, source=created)
