@@ -537,8 +537,10 @@ def explain(
     """Why a heuristic (:func:`cheapest` over the same ``menu``, ``valid`` and ``allowed``)
     chose ``chosen``, one line: its tiles, the busiest program's waves and the model's time,
     then the cheapest other valid, allowed config and how much slower the model thinks it
-    is; where the model ranks that one first, that a rule chose against it. E.g. ``288
-    tiles, 2.19 waves, model 181 us; next 128x136 c2 swap sk +1% (model)``."""
+    is; where the model ranks that one first, or ``chosen`` is not among the allowed (a rule
+    applied after the model, e.g. :func:`whole_wave_transpose`, replaced the pick), that a
+    rule chose against it. E.g. ``288 tiles, 2.19 waves, model 181 us; next 128x136 c2 swap
+    sk +1% (model)``."""
     t = model.seconds(problem, chosen, block_k)
     waves = model.predicted_waves(problem, chosen, block_k)
     line = f"{chosen.tiles(problem)} tiles, {waves:.2f} waves, model {t * 1e6:.0f} us"
@@ -547,7 +549,7 @@ def explain(
         return line + "; no other config allowed"
     best = min(others, key=lambda c: model.seconds(problem, c, block_k))
     ratio = model.seconds(problem, best, block_k) / t
-    if ratio < 1:
+    if ratio < 1 or not allowed(chosen):
         return f"{line}; by rule over {best.label}, {ratio - 1:+.0%} (model)"
     return f"{line}; next {best.label} {ratio - 1:+.0%} (model)"
 

@@ -635,9 +635,10 @@ def test_r8_swapped_stream_k_validity():
 
 def test_r8_says_why_it_chose_each_config():
     """``selection_reason``: the model's tiles, waves, time and runner-up; where a rule
-    replaced the model's first (the 64-row twin of a 128x72 swap in two columns), it says so,
-    and otherwise names the runner-up (a 192-row tile in three whole waves, in place of a
-    stream-K wide swap; one in one wave)."""
+    replaced the model's first (the 64-row twin of a 128x72 swap in two columns) or chose a
+    config the rules before the model do not allow (a 192-row tile in three whole waves, in
+    place of a stream-K wide swap), it says so; otherwise it names the runner-up (a 192-row
+    tile in one wave)."""
     r8 = _r8()
     p = Problem(140, 7168, 4096)
     pick = r8.KERNEL.select(p)
@@ -645,8 +646,9 @@ def test_r8_says_why_it_chose_each_config():
     assert (pick.tile_m, pick.tile_n) == (64, 144) and "; by rule over 128x72 swap, -" in why
     p = Problem(136, 36864, 7168)
     why = r8.KERNEL.selection_reason(p, r8.KERNEL.select(p))
-    # (the model, its 192-row rates fitted in one wave, now ranks the tile first by itself)
-    assert why.startswith("384 tiles, 3.00 waves, model ") and "128x136 swap sk +" in why, why
+    # (the model prices it under the stream-K swap; only one wave of 192-row tiles is allowed)
+    assert why.startswith("384 tiles, 3.00 waves, model ")
+    assert "; by rule over 128x136 swap sk, +" in why, why
     p = Problem(414, 6144, 6144)
     why = r8.KERNEL.selection_reason(p, r8.KERNEL.select(p))
     assert why.startswith("128 tiles, 1.00 waves, model ") and "; next 128x208 swap +" in why, why

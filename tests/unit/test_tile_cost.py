@@ -510,7 +510,8 @@ def test_a_kernel_with_swapped_splits_splits_no_unswapped_tile_at_mid_m() -> Non
 def test_explain_names_the_tiles_waves_model_time_and_the_runner_up() -> None:
     """A heuristic's one-line reason: the pick's tiles, its busiest program's waves and the
     model's time, then the cheapest other allowed config and how much slower the model puts
-    it; a pick the model does not rank first (a rule's) says so."""
+    it; a pick the model does not rank first, or one the rules before it do not allow (a
+    rule's after it), says so."""
     p = Problem(300, 7168, 16384)
 
     def no_split(c: GemmConfig) -> bool:  # a rule of this test's heuristic
@@ -526,6 +527,14 @@ def test_explain_names_the_tiles_waves_model_time_and_the_runner_up() -> None:
     assert f"; next {runner.label} +" in line  # the cheapest other valid, allowed config
     rule = explain(p, runner, _MENU, _valid, no_split)  # not the model's first: a rule's
     assert f"; by rule over {best.label}, -" in rule
+
+    def split(c: GemmConfig) -> bool:  # a heuristic allowing splits only...
+        return not no_split(c)
+
+    cheapest_split = cheapest(p, _MENU, _valid, split)
+    assert HOPPER.seconds(p, cheapest_split) > HOPPER.seconds(p, best)
+    after = explain(p, best, _MENU, _valid, split)  # ...whose rule after the model took best
+    assert f"; by rule over {cheapest_split.label}, +" in after
     only = explain(p, best, _MENU, _valid, lambda c: c == best)
     assert only.endswith("; no other config allowed")
     assert GemmConfig(128, 136, 2, swap_ab=True, stream_k=True).label == "128x136 c2 swap sk"

@@ -1482,7 +1482,7 @@ def _allowed(problem: Problem, c: R8Config, model: TileCostModel = COST) -> bool
 
 def _explain(problem: Problem, c: R8Config) -> str:
     """Why ``_heuristic`` chose ``c``: tiles, waves, the model's time and its runner-up among
-    the allowed configs (``harness.tile_cost.explain``; a 64-row twin reads "by rule"),
+    the allowed configs (``harness.tile_cost.explain``; a rule's pick reads "by rule"),
     recorded with every result."""
     allowed = functools.partial(_allowed, problem)
     return explain(problem, c, MENU, _valid, allowed, model=COST, block_k=BLOCK_K)
