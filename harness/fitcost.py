@@ -294,32 +294,32 @@ def current_choice(
     lines = []
     for gpu in sorted({g for g, _ in runs}):
         problems = {p: r for (g, p), r in runs.items() if g == gpu}
-        judged: list[tuple[Problem, float, BenchRecord, BenchRecord]] = []
+        judged: list[tuple[Problem, float, BenchRecord, BenchRecord, GemmConfig]] = []
         for problem, by_run in problems.items():
-            pick = str(heuristic(problem, model))
-            seen = [by_run[run] for run in sorted(by_run) if pick in by_run[run]]
+            pick = heuristic(problem, model)
+            seen = [by_run[run] for run in sorted(by_run) if str(pick) in by_run[run]]
             if not seen:
                 continue
-            own = seen[-1][pick]
+            own = seen[-1][str(pick)]
             best = min(seen[-1].values(), key=lambda r: r.median_ms or math.inf)
             ratio = (own.median_ms or math.inf) / (best.median_ms or math.inf)
-            judged.append((problem, ratio - 1.0, own, best))
+            judged.append((problem, ratio - 1.0, own, best, pick))
         if not judged:
             continue
         parts = [
             f"{band} {100 * statistics.mean(rs):.1f} % ({len(rs)})"
-            for band, rs in _by_band((p, r) for p, r, _, _ in judged)
+            for band, rs in _by_band((j[0], j[1]) for j in judged)
         ]
-        mean = 100 * statistics.mean(r for _, r, _, _ in judged)
+        mean = 100 * statistics.mean(j[1] for j in judged)
         lines.append(
             f"today's choice on {gpu} (the heuristic now, where a run timed its pick: against "
             f"the fastest config that run timed): {mean:.1f} % slower (mean, {len(judged)} of "
             f"{len(problems)} problems; no run timed the others' pick); " + "; ".join(parts)
         )
-        for problem, r, own, best in sorted(judged, key=lambda j: -j[1])[:worst]:
+        for problem, r, own, best, pick in sorted(judged, key=lambda j: -j[1])[:worst]:
             if r <= 0:
                 break
-            defaults = _knob_defaults(heuristic(problem, model))
+            defaults = _knob_defaults(pick)
             lines.append(
                 f"    {problem.key:<24} +{100 * r:4.1f} %  {_short(own, defaults)} ({_pct(own)}) "
                 f"< {_short(best, defaults)} ({_pct(best)})"

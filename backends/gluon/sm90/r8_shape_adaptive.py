@@ -1398,8 +1398,8 @@ def _heuristic(problem: Problem, model: TileCostModel = COST) -> R8Config:
     (``harness.tile_cost.whole_wave_swap``); at M 1024-5120 the three-box register swap of
     ``_transposes`` in place of an unswapped pick wasting 10 % of its waves' SM time
     (``harness.tile_cost.whole_wave_transpose``, as in CuTeDSL's rung 8); else
-    ``_one_box_wider``. Ties go to the larger
-    tile, then to cluster 2 (rung 7 at large M x N), then to no split and no stream-K.
+    ``_one_box_wider``. Ties go to the larger tile, then to cluster 2 (rung 7 at large M x N),
+    then to no split and no stream-K.
     ``model`` prices the configs (``COST``; ``fit-cost --moves`` passes fitted constants to
     list the picks they would move, an unswapped two-box tile pickable where it names one).
     The shared rules see tile geometry; ``_as_priced`` gives the configs they return the A
