@@ -262,8 +262,9 @@ def test_four_cta_swapped_clusters_are_correct(spec: KernelSpec, shard: str | No
 #: M the long side or nearly, ragged M, N and K: a swapped tile with M in 5 to 33 column tiles
 #: (``harness.tile_cost.whole_wave_transpose``: 4736x3072x3072 runs as 33 columns of 144).
 TRANSPOSED = ["1153x3000x1032", "2411x2112x1096", "4737x3072x3064"]
-#: The widths its A/B timed there (CuTeDSL README, "Thirtieth version").
-TRANSPOSED_WIDTHS = ("104", "112", "144", "160", "224")
+#: The widths its A/B timed there (CuTeDSL README, "Thirtieth version"), and those of Gluon's
+#: transposes, its three-box register swaps (Gluon README, "Twenty-seventh version").
+TRANSPOSED_WIDTHS = ("104", "112", "144", "160", "200", "208", "224")
 
 
 @pytest.mark.parametrize("spec", SPECS, ids=[s.id for s in SPECS])
