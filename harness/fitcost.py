@@ -40,6 +40,7 @@ from harness.tile_cost import (
 __all__ = [
     "Priced",
     "ceiling",
+    "config_label",
     "current_choice",
     "model_config",
     "moves",
@@ -332,15 +333,29 @@ def _knob_defaults(config: GemmConfig) -> dict[str, Any]:
     return {f.name: f.default for f in dataclasses.fields(config)}
 
 
-def _short(rec: BenchRecord, defaults: Mapping[str, Any]) -> str:
-    """A record's config, short: the shared knobs' label, then any other knob off its
-    ``defaults`` (``128x224 swap a_operand=regs``, ``128x144 swap raster=n``)."""
-    knobs = {_LEGACY_NAMES.get(k, k): v for k, v in (rec.config_values or {}).items()}
+def config_label(
+    values: Mapping[str, Any] | None, defaults: Mapping[str, Any] | None = None
+) -> str:
+    """A record's config (its ``config_values``), short: the shared knobs' label, then every
+    other knob off its value in ``defaults`` or not named there (``128x224 swap
+    a_operand=regs``, ``128x144 swap raster=n``; default: the shared vocabulary's defaults and
+    :data:`_PRICED_KNOBS`); "" for a record without values of the shared vocabulary."""
+    if defaults is None:
+        defaults = {**_DEFAULTS, **_PRICED_KNOBS}
+    knobs = {_LEGACY_NAMES.get(k, k): v for k, v in (values or {}).items()}
     if not {"tile_m", "tile_n", "cluster"} <= set(knobs):
-        return str(rec.config)
+        return ""
     label = {"tile_m", "tile_n", "cluster", "swap_ab", "split_k", "stream_k"}
-    extra = [f"{k}={v}" for k, v in knobs.items() if k not in label and v != defaults.get(k, v)]
+    unnamed = object()  # a knob ``defaults`` does not name is always shown
+    extra = [
+        f"{k}={v}" for k, v in knobs.items() if k not in label and v != defaults.get(k, unnamed)
+    ]
     return " ".join([_shared(knobs).label, *extra])
+
+
+def _short(rec: BenchRecord, defaults: Mapping[str, Any]) -> str:
+    """:func:`config_label` of ``rec``, or its config's name where it has no such values."""
+    return config_label(rec.config_values, defaults) or str(rec.config)
 
 
 def _pct(rec: BenchRecord) -> str:

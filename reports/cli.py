@@ -4,15 +4,17 @@
 
     python -m reports [RESULTS ...] [--out DIR] [--readme README.md] [--chain-problem KEY]
     python -m reports compare A B [--changed]
+    python -m reports ab RUN ... [--by forced|own]
     python -m reports promote RUN.json [--name NAME] [--supersedes OLD.json ...] [--why TEXT]
 
 Rendering reads result files and folders (default ``reports/results``, one level deep, so its
 ``archive/`` is not read), writes the figures, ``report.md`` (and the files it links) and the
 CSVs into ``--out`` (default ``reports/latest``) and prints the report's summary tables.
 ``compare`` prints, per problem and kernel, the change from A to B and whether it is beyond
-the spread (:mod:`reports.compare`). Every error is one line on stderr and exit status 2,
-because these commands run in scripts and sessions where a traceback hides the one fact that
-matters.
+the spread (:mod:`reports.compare`). ``ab`` gives the verdict of a config A/B (``bench
+--config own --config X``): forced / own time per shape and per group (:mod:`reports.ab`).
+Every error is one line on stderr and exit status 2, because these commands run in scripts and
+sessions where a traceback hides the one fact that matters.
 """
 
 from __future__ import annotations
@@ -41,8 +43,8 @@ def _render_parser() -> argparse.ArgumentParser:
     p = _Parser(
         prog=PROG,
         description="Render figures, report.md and results.csv from result files. "
-        f"`{PROG} compare -h`: what changed between two runs; `{PROG} promote -h`: promote a "
-        "run into the committed results.",
+        f"`{PROG} compare -h`: what changed between two runs; `{PROG} ab -h`: the verdict of a "
+        f"config A/B; `{PROG} promote -h`: promote a run into the committed results.",
     )
     p.add_argument(
         "results",
@@ -106,6 +108,25 @@ def _compare_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _ab_parser() -> argparse.ArgumentParser:
+    p = _Parser(
+        prog=f"{PROG} ab",
+        description="The verdict of a config A/B (`bench --config own --config X`): per shape, "
+        "the forced config's time over the kernel's own choice's (below 1: faster), % of cuBLAS "
+        "and TFLOPS/GHz of both and of cuBLAS in the same run; per group, the geomean, how many "
+        "ran faster and the worst. Records that failed their check are named and left out.",
+    )
+    p.add_argument("results", nargs="+", type=Path, help="result files or folders (one level)")
+    p.add_argument(
+        "--by",
+        choices=("forced", "own"),
+        default="forced",
+        help="group the pairs by the forced config (default) or by the own choice (e.g. a "
+        "register twin judged per tile family)",
+    )
+    return p
+
+
 def _say(kind: str, text: str) -> None:
     print(f"{PROG}: {kind}: {text}", file=sys.stderr)
 
@@ -150,6 +171,17 @@ def _compare(argv: list[str]) -> int:
     return 0
 
 
+def _ab(argv: list[str]) -> int:
+    from harness.results import load_many
+    from reports.ab import format_ab, pairs
+
+    args = _ab_parser().parse_args(argv)
+    warn = lambda m: _say("warning", m)  # noqa: E731
+    docs = load_many(args.results, warn=warn)
+    print(format_ab(pairs(docs, warn=warn), by=args.by))
+    return 0
+
+
 def _promote(argv: list[str]) -> int:
     from reports.promote import promote
 
@@ -177,6 +209,8 @@ def main(argv: list[str] | None = None) -> int:
             return _promote(argv[1:])
         if argv[:1] == ["compare"]:
             return _compare(argv[1:])
+        if argv[:1] == ["ab"]:
+            return _ab(argv[1:])
         return _render(argv)
     except (ResultsError, ReportError, PromoteError) as e:
         _say("error", str(e))
