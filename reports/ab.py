@@ -18,7 +18,6 @@ failed its check is named and left out: an A/B never counts an incorrect config.
 
 from __future__ import annotations
 
-import math
 import statistics
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -98,15 +97,12 @@ def pairs(docs: Iterable[Document], warn: Callable[[str], None] = lambda _m: Non
     return out
 
 
-def _geomean(xs: list[float]) -> float:
-    return math.exp(statistics.mean(map(math.log, xs)))
-
-
 def _summary(name: str, group: list[Pair]) -> str:
     ratios = [p.ratio for p in group]
     worst = max(group, key=lambda p: p.ratio)
+    mean = statistics.geometric_mean(ratios)
     return (
-        f"{name}: {len(group)} shape(s), forced / own time {_geomean(ratios):.3f} (geomean), "
+        f"{name}: {len(group)} shape(s), forced / own time {mean:.3f} (geomean), "
         f"{sum(r < 1 for r in ratios)} faster, worst {worst.ratio:.3f} ({worst.problem.key})"
     )
 

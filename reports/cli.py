@@ -109,6 +109,8 @@ def _compare_parser() -> argparse.ArgumentParser:
 
 
 def _ab_parser() -> argparse.ArgumentParser:
+    from reports.ab import BY
+
     p = _Parser(
         prog=f"{PROG} ab",
         description="The verdict of a config A/B (`bench --config own --config X`): per shape, "
@@ -119,7 +121,7 @@ def _ab_parser() -> argparse.ArgumentParser:
     p.add_argument("results", nargs="+", type=Path, help="result files or folders (one level)")
     p.add_argument(
         "--by",
-        choices=("forced", "own"),
+        choices=BY,
         default="forced",
         help="group the pairs by the forced config (default) or by the own choice (e.g. a "
         "register twin judged per tile family)",

@@ -1437,10 +1437,8 @@ def _transposes(problem: Problem) -> list[R8Config]:
     return [
         c
         for c in MENU
-        if c.wide_swap
-        and c.boxes[2]
+        if c.boxes[2]  # three boxes: a wide swap with A in registers (``_valid``)
         and (c.tile_m, c.tile_n, c.swap_ab) in REGS_PICKED
-        and c.a_operand == "regs"
         and (c.cluster, c.raster, c.group, c.split_k, c.stream_k) == (1, "m", 8, 1, False)
         and _valid(problem, c) is None
     ]
