@@ -293,11 +293,13 @@ def current_choice(
         if old is None or (rec.median_ms or math.inf) < (old.median_ms or math.inf):
             timed[rec.config] = rec
     lines = []
+    # the heuristic sees no GPU: one pick per problem, whichever GPUs timed it
+    picks = {p: heuristic(p, model) for _, p in runs}
     for gpu in sorted({g for g, _ in runs}):
         problems = {p: r for (g, p), r in runs.items() if g == gpu}
         judged: list[tuple[Problem, float, BenchRecord, BenchRecord, GemmConfig]] = []
         for problem, by_run in problems.items():
-            pick = heuristic(problem, model)
+            pick = picks[problem]
             seen = [by_run[run] for run in sorted(by_run) if str(pick) in by_run[run]]
             if not seen:
                 continue
