@@ -294,7 +294,7 @@ def current_choice(
             timed[rec.config] = rec
     lines = []
     # the heuristic sees no GPU: one pick per problem, whichever GPUs timed it
-    picks = {p: heuristic(p, model) for _, p in runs}
+    picks = {p: heuristic(p, model) for p in {p for _, p in runs}}
     for gpu in sorted({g for g, _ in runs}):
         problems = {p: r for (g, p), r in runs.items() if g == gpu}
         judged: list[tuple[Problem, float, BenchRecord, BenchRecord, GemmConfig]] = []

@@ -300,6 +300,28 @@ def test_current_choice_judges_todays_pick_in_the_latest_run_that_timed_it() -> 
     assert current_choice([new], heuristic, HOPPER, R7.id + "x") == []
 
 
+def test_current_choice_asks_the_heuristic_once_a_problem_whichever_gpus_timed_it() -> None:
+    """The heuristic sees no GPU: a problem two GPUs timed is priced once, judged on each."""
+    calls: list[Problem] = []
+
+    def heuristic(problem: Problem, model: TileCostModel) -> GemmConfig:
+        calls.append(problem)
+        return _OwnConfig(128, 256, cluster=2)
+
+    def run(gpu: str) -> Document:
+        recs = (_timed(R8, 2000, 1.0, 90.0, tile_m=128, tile_n=256, cluster=2),)
+        return Document("bench", {"gpu": gpu}, recs, "2026-12-05", source=gpu)
+
+    lines = current_choice(
+        [run("NVIDIA H200"), run("NVIDIA H100 80GB HBM3")], heuristic, HOPPER, R8.id
+    )
+    assert [line.split(" (")[0].split(":")[0] for line in lines if "today's choice" in line] == [
+        "today's choice on NVIDIA H100 80GB HBM3",
+        "today's choice on NVIDIA H200",
+    ]
+    assert len(calls) == 1
+
+
 def test_held_out_m_shares_are_what_held_out_suites_hold() -> None:
     """The bands' shares sum to 1; M 1-64 holds fewer than the log-uniform law's 43 % (small-M
     shapes are redrawn more often) but the most of any band; a held-out seed's suite of 1024
