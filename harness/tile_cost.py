@@ -450,6 +450,15 @@ class TileCostModel:
             self, efficiency=tables["eff"], unswapped_efficiency=tables["ueff"], **scalars
         )
 
+    def without_own(self, tile_m: int, tile_n: int) -> TileCostModel:
+        """This model without the unswapped ``tile_m x tile_n`` tile's own efficiency (its
+        ``ueff:`` entry): the tile is priced as the shared entry again, and a kernel that
+        keeps such a tile tune-only until it has one of its own (Gluon's ``_variant``) drops
+        it from its picks. What a heuristic picks under it is the pick it would make without
+        that tile (Gluon's rung 8, README, "Twenty-eighth version")."""
+        own = {t: v for t, v in self.unswapped_efficiency.items() if t != (tile_m, tile_n)}
+        return dataclasses.replace(self, unswapped_efficiency=own)
+
     def params(self) -> dict[str, float]:
         """The fitted constants by name (the inverse of :meth:`with_params`)."""
         out = {name: float(getattr(self, name)) for name in _FITTED}

@@ -13,6 +13,11 @@ A skip must never turn a broken install into a green run, so three settings deci
 ``GEMM_STUDY_ALLOW_PIN_DRIFT=1``
     A DSL installed at another version than its pin fails its GPU tests unless this is set; with
     it they run against the installed version and warn.
+``GEMM_STUDY_CHECK_WORKERS=N``
+    The worker processes a GPU test that forces many configs spreads them over, on its one GPU
+    (:func:`forced_records`; default: half the CPU cores, at most 8). Those tests are bound by
+    compiling, one core a worker: on an H200 host the Gluon rung 8's register-A and stream-K
+    tests compiled for 14.5 minutes in one worker, the GPU idle, and had not finished.
 
 The same holds for the packages the tests themselves need (torch, matplotlib): under a nox
 session (``GEMM_STUDY_EXPECT_DSL`` set) they were installed, so :func:`require_module` fails
@@ -26,28 +31,38 @@ from __future__ import annotations
 import importlib
 import os
 import warnings
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from types import ModuleType
 from typing import Literal
 
 import pytest
 
+from harness.gemm import Problem
 from harness.protocol import KernelSpec
+from harness.records import BenchRecord
+from harness.runner import Runner, RunSettings
 from harness.toolchain import find_nvcc
 
 __all__ = [
+    "check_workers",
     "find_nvcc",
+    "forced_records",
     "kernel_verdict",
     "policy_lines",
     "require_dsl",
     "require_module",
     "require_runnable",
     "require_tool",
+    "spread",
 ]
 
 EXPECT_DSL = "GEMM_STUDY_EXPECT_DSL"
 REQUIRE_TOOLCHAIN = "GEMM_STUDY_REQUIRE_TOOLCHAIN"
 ALLOW_PIN_DRIFT = "GEMM_STUDY_ALLOW_PIN_DRIFT"
+CHECK_WORKERS = "GEMM_STUDY_CHECK_WORKERS"
+#: The most worker processes :func:`check_workers` gives by default (each holds a CUDA context).
+MAX_CHECK_WORKERS = 8
 
 Verdict = tuple[Literal["skip", "fail", "warn"], str]
 
@@ -198,6 +213,45 @@ def require_runnable(spec: KernelSpec, capability: tuple[int, int]) -> None:
     if action == "skip":
         pytest.skip(reason)
     warnings.warn(reason, stacklevel=3)
+
+
+def check_workers(environ: Mapping[str, str] = os.environ, cpus: int | None = None) -> int:
+    """How many worker processes :func:`forced_records` runs (``GEMM_STUDY_CHECK_WORKERS``, else
+    half of ``cpus`` (this host's cores), 1 to ``MAX_CHECK_WORKERS``). A value that is not a
+    positive integer is a usage error."""
+    value = environ.get(CHECK_WORKERS, "").strip()
+    if value:
+        if not value.isdigit() or int(value) < 1:
+            raise pytest.UsageError(f"{CHECK_WORKERS}={value!r}: expected a positive integer")
+        return int(value)
+    cores = cpus if cpus is not None else (os.cpu_count() or 2)
+    return max(1, min(MAX_CHECK_WORKERS, cores // 2))
+
+
+def spread(names: list[str], workers: int) -> list[list[str]]:
+    """``names`` dealt round-robin to at most ``workers`` non-empty lists (menu neighbours,
+    often one tile family, go to different workers)."""
+    return [chunk for chunk in (names[i::workers] for i in range(workers)) if chunk]
+
+
+def forced_records(
+    spec: KernelSpec, names: list[str], problems: Sequence[Problem]
+) -> list[BenchRecord]:
+    """Check-only records of every config of ``names`` forced on every problem of
+    ``problems``: the configs :func:`spread` over :func:`check_workers` runners at once, each
+    with its own worker process on this GPU (the checks are not timed, so sharing the GPU
+    changes no result; each worker compiles its own configs)."""
+
+    def run(chunk: list[str]) -> list[BenchRecord]:
+        settings = RunSettings(measure=False, timeout_s=300, configs=tuple(chunk))
+        with Runner([spec], settings) as runner:
+            return list(runner.run(problems))
+
+    chunks = spread(names, check_workers())
+    if len(chunks) <= 1:
+        return [r for chunk in chunks for r in run(chunk)]
+    with ThreadPoolExecutor(len(chunks)) as pool:
+        return [r for records in pool.map(run, chunks) for r in records]
 
 
 def config_shard(menu: list[str], shard: str | None) -> list[str]:

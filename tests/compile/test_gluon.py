@@ -838,6 +838,42 @@ def test_r8_transposes_a_part_empty_wave_into_a_picked_three_box_swap(monkeypatc
     assert r8._heuristic(Problem(1463, 4608, 3584)).label == "128x256 c2"
 
 
+def test_r8_a_mid_m_64x160_gives_way_to_the_swap_picked_without_it():
+    """At M 257-1024 an unswapped 64x160 pick becomes the pick made without that tile where
+    that is a swap of 64 or 128 rows (``_swap_over_64x160``): A/B U and A/B V timed it 0.823
+    and 0.924 of the 64x160's time on the H100 and the H200 (README, "Twenty-eighth version").
+    The swap is the config those A/Bs ran (A operand, raster); where the pick without it is
+    unswapped or 192 rows, outside the band, or the pick is no 64x160, the pick stands."""
+    r8 = _r8()
+    # (tile_m, tile_n, swap_ab, raster, a_operand) of the configs A/B U and A/B V ran
+    moved = {
+        (634, 8192, 8192): (128, 160, True, "m", "regs"),
+        (523, 4608, 36864): (128, 192, True, "m", "smem"),
+        (642, 28672, 4096): (128, 96, True, "m", "smem"),
+        (262, 3584, 4096): (64, 136, True, "n", "smem"),
+    }
+    for shape, knobs in moved.items():
+        p = Problem(*shape)
+        assert r8._model_pick(p).label == "64x160", shape
+        pick = r8._heuristic(p)
+        assert (pick.tile_m, pick.tile_n, pick.swap_ab, pick.raster, pick.a_operand) == knobs
+        assert (pick.cluster, pick.split_k, pick.stream_k, pick.group) == (1, 1, False, 8)
+        assert "; by rule over 64x160, -" in r8._explain(p, pick), r8._explain(p, pick)
+    # the pick without it is 64x128 (unswapped) and the 192x128 swap: the 64x160 stays
+    for shape in ((805, 6144, 6144), (489, 5120, 4096)):
+        assert r8._heuristic(Problem(*shape)).label == "64x160", shape
+    # a 64x160 pick below the band stays, as does a pick that is no 64x160
+    low = Problem(182, 27648, 5120)
+    assert r8._model_pick(low).label == r8._heuristic(low).label == "64x160"
+    assert r8._swap_over_64x160(low, r8._model_pick(low), r8.COST) is None
+    other = Problem(4096, 4096, 4096)
+    assert r8._swap_over_64x160(other, r8._heuristic(other), r8.COST) is None
+    # without its own efficiency the model has no 64x160 to pick
+    bare = r8.COST.without_own(64, 160)
+    assert (64, 160) not in bare.unswapped_efficiency and (64, 160) in r8.COST.unswapped_efficiency
+    assert r8._model_pick(Problem(634, 8192, 8192), bare).label != "64x160"
+
+
 def test_r8_menu_fits_shared_memory():
     r8 = _r8()
     for config in r8.MENU:

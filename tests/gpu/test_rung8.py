@@ -10,7 +10,7 @@ Through the harness's isolated runner (check only), like ``test_kernels.py``.
 from __future__ import annotations
 
 import pytest
-from expectations import config_shard, require_module, require_runnable
+from expectations import config_shard, forced_records, require_module, require_runnable
 
 from harness.gemm import Problem
 from harness.problems import expand
@@ -102,14 +102,13 @@ def _check_forced(
     spec: KernelSpec, names: list[str], suites: list[str], shard: str | None
 ) -> dict[str, list]:
     """Every config of ``names`` (of the ``shard`` slice of them) forced on every problem of
-    ``suites`` (fp16 and bf16), checked against cuBLAS: none wrong, errored or timed out, each
-    ran at least one problem. Returns each config's problems that ran."""
+    ``suites`` (fp16 and bf16), checked against cuBLAS (``expectations.forced_records``: in
+    several worker processes at once): none wrong, errored or timed out, each ran at least one
+    problem. Returns each config's problems that ran."""
     names = config_shard(names, shard)
     if not names:
         pytest.skip(f"not applicable: --config-shard {shard} holds none of these configs")
-    settings = RunSettings(measure=False, timeout_s=300, configs=tuple(names))
-    with Runner([spec], settings) as runner:
-        records = list(runner.run(expand(suites, ["fp16", "bf16"])))
+    records = forced_records(spec, names, expand(suites, ["fp16", "bf16"]))
     bad = [
         f"{r.problem_key} [{r.config}]: {r.status.value}: {r.reason}"
         for r in records

@@ -8,19 +8,24 @@ import importlib.util
 import os
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
+import expectations
 import pytest
 from expectations import (
     ALLOW_PIN_DRIFT,
+    CHECK_WORKERS,
     EXPECT_DSL,
     REQUIRE_TOOLCHAIN,
+    check_workers,
     config_shard,
     expected_dsls,
     kernel_verdict,
     policy_lines,
     require_module,
     require_tool,
+    spread,
     toolchain_required,
 )
 
@@ -173,3 +178,56 @@ def test_config_shards_are_disjoint_slices_covering_the_list() -> None:
     for bad in ("3", "0/2", "3/2", "a/b"):
         with pytest.raises(pytest.UsageError):
             config_shard(names, bad)
+
+
+def test_check_workers_default_to_half_the_cores_and_a_bad_setting_is_a_usage_error() -> None:
+    """``GEMM_STUDY_CHECK_WORKERS`` sets how many worker processes the many-config GPU tests
+    run at once; unset, half the cores, at least one and at most ``MAX_CHECK_WORKERS``."""
+    assert check_workers({}, cpus=2) == 1
+    assert check_workers({}, cpus=16) == 8
+    assert check_workers({}, cpus=128) == expectations.MAX_CHECK_WORKERS
+    assert check_workers({CHECK_WORKERS: " 3 "}, cpus=2) == 3
+    for bad in ("0", "-2", "two", "1.5"):
+        with pytest.raises(pytest.UsageError, match=CHECK_WORKERS):
+            check_workers({CHECK_WORKERS: bad})
+
+
+def test_spread_deals_every_config_once_to_non_empty_chunks() -> None:
+    names = [f"c{i}" for i in range(7)]
+    assert spread(names, 3) == [["c0", "c3", "c6"], ["c1", "c4"], ["c2", "c5"]]
+    assert spread(names[:2], 8) == [["c0"], ["c1"]]
+    assert spread([], 4) == []
+    assert spread(names, 1) == [names]
+
+
+def test_forced_records_runs_the_chunks_at_once_in_runners_of_their_own(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Each chunk gets a runner (its own worker process) forced to that chunk's configs, the
+    runners run at the same time (a barrier that needs all of them passes), and the records of
+    every chunk come back."""
+    monkeypatch.setenv(CHECK_WORKERS, "3")
+    barrier = threading.Barrier(3, timeout=10)
+    seen: list[tuple[str, ...]] = []
+
+    class FakeRunner:
+        def __init__(self, specs: list, settings) -> None:
+            assert not settings.measure
+            self.configs = settings.configs
+
+        def __enter__(self) -> FakeRunner:
+            return self
+
+        def __exit__(self, *exc: object) -> None:
+            pass
+
+        def run(self, problems):
+            seen.append(self.configs)
+            barrier.wait()  # raises BrokenBarrierError unless all three run at once
+            return [(c, p) for c in self.configs for p in problems]
+
+    monkeypatch.setattr(expectations, "Runner", FakeRunner)
+    names = [f"c{i}" for i in range(5)]
+    records = expectations.forced_records(_spec(), names, ["p1", "p2"])
+    assert sorted(seen) == [("c0", "c3"), ("c1", "c4"), ("c2",)]
+    assert sorted(records) == sorted((c, p) for c in names for p in ("p1", "p2"))

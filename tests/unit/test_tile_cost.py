@@ -719,6 +719,20 @@ def test_an_unswapped_tile_of_its_own_rate_leaves_the_wide_swap_of_its_size_alon
     assert HOPPER.with_params(own.params()) == own
 
 
+def test_without_own_drops_one_unswapped_rate_and_keeps_the_rest() -> None:
+    """``without_own(R, C)`` prices the unswapped RxC from the shared entry again (as a model
+    that never named it), leaves the other tiles' own rates and the original model alone."""
+    shared = HOPPER.with_params({"eff:64x160": 0.55, "eff:128x192": 0.75})
+    own = shared.with_params({"ueff:64x160": 0.69, "ueff:128x192": 0.6})
+    bare = own.without_own(64, 160)
+    p = Problem(600, 8192, 8192)
+    tile = GemmConfig(64, 160, 1)
+    assert bare.seconds(p, tile) == shared.seconds(p, tile) != own.seconds(p, tile)
+    assert bare.unswapped_efficiency == {(128, 192): 0.6}
+    assert own.unswapped_efficiency[(64, 160)] == 0.69
+    assert bare.without_own(64, 160) == bare  # naming a tile it lacks changes nothing
+
+
 def test_a_fit_moves_an_unswapped_rate_only_where_the_base_names_one() -> None:
     """Unswapped timings of a tile whose base names ``ueff`` fit that constant (and leave the
     shared entry to the wide swaps); a base naming none fits the shared entry as before."""

@@ -1384,7 +1384,37 @@ def _ranked(problem: Problem) -> list[R8Config]:
     return ranked(problem, MENU, _valid, variant=_variant, block_k=BLOCK_K, model=COST)
 
 
+#: The M band where an unswapped 64x160 pick gives way to the wide swap the heuristic would pick
+#: without it (``_swap_over_64x160``). In A/B U and A/B V, at the 9 tuning shapes of M 262-664
+#: where that pick is a swap of 64 or 128 rows, the swap took 0.823 of the 64x160's time on the
+#: H100 (9 of 9 faster) and 0.924 on the H200 (8 of 9), where the model priced it 2.5 %
+#: slower (README, "Twenty-eighth version"). Below 257 no A/B timed it.
+SWAP_OVER_64X160_ROWS = (257, 1024)
+
+
 def _heuristic(problem: Problem, model: TileCostModel = COST) -> R8Config:
+    """``_model_pick``, unless it is an unswapped 64x160 that ``_swap_over_64x160`` replaces."""
+    pick = _model_pick(problem, model)
+    swap = _swap_over_64x160(problem, pick, model)
+    return pick if swap is None else swap
+
+
+def _swap_over_64x160(problem: Problem, pick: R8Config, model: TileCostModel) -> R8Config | None:
+    """The pick ``_model_pick`` makes without the unswapped 64x160 (``model`` without its own
+    efficiency, ``ueff:64x160``: the tile turns tune-only, ``_variant``), where ``pick`` is
+    that tile at M in ``SWAP_OVER_64X160_ROWS`` and the pick without it is a swap of 64 or 128
+    rows; else None. A/B U timed the other alternatives too, on the H100, and kept the 64x160
+    over them: 64x128 (1.078x its time), the 192x128 swap (1.074x) and the 128x128 pair with
+    stream-K (1.150x)."""
+    lo, hi = SWAP_OVER_64X160_ROWS
+    unswapped_64x160 = (pick.tile_m, pick.tile_n, pick.swap_ab) == (64, 160, False)
+    if not (unswapped_64x160 and lo <= problem.m <= hi):
+        return None
+    alt = _model_pick(problem, model.without_own(64, 160))
+    return alt if alt.swap_ab and alt.tile_m in (64, 128) else None
+
+
+def _model_pick(problem: Problem, model: TileCostModel = COST) -> R8Config:
     """The cheapest config (``harness.tile_cost``) among those ``heuristic_allows``: swap-AB
     at M <= 64 < N (always at M <= 32, at M 33..64 against unswapped tiles wider than 64), no
     unsplit unswapped tile at M 65..95, narrow tiles only as the cover of the short side,
