@@ -13,17 +13,18 @@ A skip must never turn a broken install into a green run, so three settings deci
 ``GEMM_STUDY_ALLOW_PIN_DRIFT=1``
     A DSL installed at another version than its pin fails its GPU tests unless this is set; with
     it they run against the installed version and warn.
-``GEMM_STUDY_CHECK_WORKERS=N``
-    The worker processes a GPU test that forces many configs spreads them over, on its one GPU
-    (:func:`forced_records`; default: half the CPU cores, at most 8). Those tests are bound by
-    compiling, one core a worker: on an H200 host the Gluon rung 8's register-A and stream-K
-    tests compiled for 14.5 minutes in one worker, the GPU idle, and had not finished.
 
 The same holds for the packages the tests themselves need (torch, matplotlib): under a nox
 session (``GEMM_STUDY_EXPECT_DSL`` set) they were installed, so :func:`require_module` fails
 where one is missing; ``pytest.importorskip`` would turn that broken install into a skip.
 
 ``tests/conftest.py`` prints these settings and every skip reason at the end of the session.
+
+One more setting decides no verdict, only how fast one comes: ``GEMM_STUDY_CHECK_WORKERS=N``,
+the worker processes a GPU test that forces many configs spreads them over on its one GPU
+(:func:`forced_records`; default: half the CPU cores, at most 8). Those tests are bound by
+compiling, one core a worker: on an H200 host the Gluon rung 8's register-A and stream-K tests
+compiled for 14.5 minutes in one worker, the GPU idle, and had not finished.
 """
 
 from __future__ import annotations
