@@ -249,9 +249,7 @@ def forced_records(
             return list(runner.run(problems))
 
     chunks = spread(names, check_workers())
-    if len(chunks) <= 1:
-        return [r for chunk in chunks for r in run(chunk)]
-    with ThreadPoolExecutor(len(chunks)) as pool:
+    with ThreadPoolExecutor(max(1, len(chunks))) as pool:
         return [r for records in pool.map(run, chunks) for r in records]
 
 
