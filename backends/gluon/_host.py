@@ -198,8 +198,12 @@ def compile_offline(
     arch: str,
     raw_ptx: Sequence[str] = (),
     notes: Sequence[str] = (),
+    divisible: Sequence[str] = (),
 ) -> Artifacts:
-    """Compile ``jit_fn`` with ``plan`` for ``arch`` without a GPU (``GluonASTSource``)."""
+    """Compile ``jit_fn`` with ``plan`` for ``arch`` without a GPU (``GluonASTSource``).
+
+    Integer arguments compile unspecialized, unless named in ``divisible``: those as the JIT
+    compiles them when a launch passes a multiple of 16 (``tt.divisibility``)."""
     import triton
     from triton.backends.compiler import GPUTarget
     from triton.experimental.gluon import GluonASTSource
@@ -212,7 +216,8 @@ def compile_offline(
         signature[name] = _type_string(arg, dtype)
     for name in names[len(plan.args) :]:
         signature[name] = "constexpr"
-    src = GluonASTSource(jit_fn, signature, constexprs=dict(plan.constexprs))
+    attrs = {(i,): [["tt.divisibility", 16]] for i, name in enumerate(names) if name in divisible}
+    src = GluonASTSource(jit_fn, signature, constexprs=dict(plan.constexprs), attrs=attrs)
     target = GPUTarget("cuda", _ARCH_CAPABILITY[arch], 32)
     options = _options(plan)
     from triton import knobs

@@ -468,6 +468,54 @@ def test_r8_persistence_is_a_distinct_compile():
     assert a1.ptx != a2.ptx
 
 
+@pytest.mark.parametrize(
+    ("problem", "knobs"),
+    [
+        # stream-K: fp32 partials in tile-sized workspace slots, two CTAs, two consumers
+        (Problem(1000, 4096, 4096), dict(stream_k=True)),
+        # a split over K into split_rows-high slices, swapped, A from registers in two boxes
+        (
+            Problem(300, 7168, 16384),
+            dict(tile_n=72, cluster=1, swap_ab=True, split_k=2, a_operand="regs"),
+        ),
+    ],
+    ids=["stream-k", "split-k-swap-two-box"],
+)
+def test_r8_alignment_of_the_sizes_changes_no_instruction(problem, knobs):
+    """The kernel turns off Triton's specialization of its sizes on divisibility by 16 (each
+    alignment class of a shape was another compile of the same code): the PTX with M, N, K and
+    split_rows known to be multiples of 16 is the PTX without."""
+    from backends.gluon._host import compile_offline
+
+    r8 = _r8()
+    sizes = ("M", "N", "K", "split_rows")
+    assert set(r8.r8_shape_adaptive_kernel.do_not_specialize_on_alignment) == set(sizes)
+    config = r8.R8Config(**knobs)
+    assert config in r8.KERNEL.configs, config.name
+    plan = r8.plan(problem, 132, config)
+    unaligned = compile_offline(r8.r8_shape_adaptive_kernel, plan, "fp16", "sm_90a")
+    aligned = compile_offline(r8.r8_shape_adaptive_kernel, plan, "fp16", "sm_90a", divisible=sizes)
+    assert aligned.ptx == unaligned.ptx
+
+
+def test_offline_compiles_see_the_alignment_they_are_given():
+    """The control of the test above: the split-K reduce (which keeps the specialization) uses
+    N and the workspace's ld_w as row strides; known to be multiples of 16 they vectorize its
+    loads and stores, so there the named sizes do change the PTX."""
+    from backends.gluon._host import compile_offline
+
+    r8 = _r8()
+    config = r8.R8Config(128, 128, cluster=1, split_k=4)
+    plan = r8.reduce_plan(Problem(1000, 4096, 4096), config)
+    pointers = ("w_ptr", "d_ptr")  # 16-byte aligned, as every torch allocation is
+    compiled = [
+        compile_offline(r8.splitk_reduce_kernel, plan, "fp16", "sm_90a", divisible=named).ptx
+        for named in (pointers, (*pointers, "N", "ld_w"))
+    ]
+    vectors = [len(re.findall(r"ld\.global\.v4", ptx)) for ptx in compiled]
+    assert vectors[1] > vectors[0], vectors
+
+
 def _all_problems():
     from harness.problems import SUITES, expand
 
