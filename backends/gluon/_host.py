@@ -216,6 +216,9 @@ def compile_offline(
         signature[name] = _type_string(arg, dtype)
     for name in names[len(plan.args) :]:
         signature[name] = "constexpr"
+    unknown = sorted(set(divisible) - set(names))
+    if unknown:
+        raise ValueError(f"divisible: {unknown} name no argument of {jit_fn.__name__}")
     attrs = {(i,): [["tt.divisibility", 16]] for i, name in enumerate(names) if name in divisible}
     src = GluonASTSource(jit_fn, signature, constexprs=dict(plan.constexprs), attrs=attrs)
     target = GPUTarget("cuda", _ARCH_CAPABILITY[arch], 32)

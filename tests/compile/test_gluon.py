@@ -514,6 +514,8 @@ def test_offline_compiles_see_the_alignment_they_are_given():
     ]
     vectors = [len(re.findall(r"ld\.global\.v4", ptx)) for ptx in compiled]
     assert vectors[1] > vectors[0], vectors
+    with pytest.raises(ValueError, match="ld_x"):
+        compile_offline(r8.splitk_reduce_kernel, plan, "fp16", "sm_90a", divisible=("ld_x",))
 
 
 def _all_problems():
