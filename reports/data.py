@@ -46,6 +46,7 @@ from harness.tile_cost import NARROW
 
 __all__ = [
     "BACKEND_ORDER",
+    "BAR_FLOOR_PCT",
     "COMMON_TOP_RUNG",
     "OTHER",
     "SUITE_ORDER",
@@ -540,6 +541,10 @@ class SweepRow:
     cublas: BenchRecord | None
 
 
+#: The rung-8 bar's floor, % of cuBLAS: no shape of `sweep` or a held-out suite below it.
+BAR_FLOOR_PCT = 90.0
+
+
 @dataclass(frozen=True)
 class SweepStat:
     """One rung over a backend's sweep: geometric mean and minimum of % of cuBLAS."""
@@ -557,6 +562,8 @@ class SweepStat:
     #: held-out draw (``harness.fitcost.held_out_weighted``); None elsewhere or with a band
     #: untimed.
     weighted: float | None = None
+    #: Shapes below :data:`BAR_FLOOR_PCT`.
+    below: int = 0
 
 
 def warmups(timer: Mapping[str, Any] | None) -> str:
@@ -735,6 +742,7 @@ def sweep_table(ds: Dataset, suite: str = "sweep") -> list[SweepPanel]:
                     shapes=len(pts),
                     timers=tuple(t for t, _ in timers.most_common()),
                     weighted=_weighted(suite, pts),
+                    below=sum(v < BAR_FLOOR_PCT for v, _ in pts),
                 )
             panels.append(SweepPanel(backend, dtype, kernels, tuple(rows), stats, suite))
     return panels

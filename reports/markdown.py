@@ -22,6 +22,7 @@ from harness.protocol import Rung
 from harness.records import BenchRecord, CodegenRecord
 from harness.tune import tuning_docs
 from reports.data import (
+    BAR_FLOOR_PCT,
     SWEEP_RUNGS,
     Dataset,
     backend_order,
@@ -441,7 +442,8 @@ def _panel_heading(panel: Any) -> str:
 
 
 def _panel_stats(panel: Any) -> list[str]:
-    """Each sweep rung's geomean and worst shape, and where rung 8 fell below rung 7."""
+    """Each sweep rung's geomean, worst shape and shapes below the bar's floor, and where rung 8
+    fell below rung 7."""
     md = []
     for g in panel.kernels:
         st = panel.stats.get(g)
@@ -450,7 +452,8 @@ def _panel_stats(panel: Any) -> list[str]:
             continue
         md.append(
             f"- r{g} {st.name}: geomean {st.geomean:.1f} % of cuBLAS, worst {st.worst:.1f} % "
-            f"at {_shape(st.worst_problem)} ({st.shapes} of {panel.size} shapes timed; "
+            f"at {_shape(st.worst_problem)}, {st.below} below {BAR_FLOOR_PCT:.0f} % "
+            f"({st.shapes} of {panel.size} shapes timed; "
             f"timer {' + '.join(st.timers) or '?'})"
         )
     r7, r8 = SWEEP_RUNGS

@@ -15,6 +15,7 @@ from harness.gemm import Problem
 from harness.records import BenchRecord
 from harness.summary import pct_band, text_table
 from reports.data import (
+    BAR_FLOOR_PCT,
     SWEEP_RUNGS,
     Dataset,
     chain_table,
@@ -271,6 +272,7 @@ def sweeps(ds: Dataset) -> Table | None:
                 f"{st.worst_problem.k}{part})",
             ]
         top = panel.stats.get(SWEEP_RUNGS[-1])
+        line.append(str(top.below) if top is not None else "-")
         line.append(f"{top.weighted:.1f}" if top is not None and top.weighted else "-")
         line.append(" + ".join(top.timers) if top is not None and top.timers else "-")
         rows.append(line)
@@ -287,6 +289,7 @@ def sweeps(ds: Dataset) -> Table | None:
             f"r{r7} worst",
             f"r{r8} geomean",
             f"r{r8} worst",
+            f"r{r8} below {BAR_FLOOR_PCT:.0f}",
             f"r{r8} by M band",
             f"r{r8} timer",
         ],
@@ -294,7 +297,7 @@ def sweeps(ds: Dataset) -> Table | None:
         [
             f"Rung {r7} runs one config everywhere, rung {r8} picks one per shape; a held-out "
             "suite's shapes were never tuned on. The bar for rung 8: geomean >= 100 and no shape "
-            "below 90.",
+            f"below {BAR_FLOOR_PCT:.0f} (r{r8} below {BAR_FLOOR_PCT:.0f}: how many are).",
             f"r{r8} by M band: a held-out suite's geomean with each M band (1-64, 65-256, "
             "257-1024, 1025-4096, above) weighed by its share of an average held-out draw, "
             "about 36 % at M <= 64 and 16 % in each band above, instead of by the shapes the "

@@ -16,7 +16,7 @@ from typing import Any
 
 from harness.gemm import Problem
 from harness.protocol import Rung
-from reports.data import Dataset, SweepPanel, backend_order, sweep_panels
+from reports.data import BAR_FLOOR_PCT, Dataset, SweepPanel, backend_order, sweep_panels
 from reports.figures.common import (
     CUBLAS,
     GREY,
@@ -30,11 +30,9 @@ from reports.figures.common import (
     suptitle,
 )
 
-__all__ = ["FLOOR", "figure_sweep"]
+__all__ = ["figure_sweep"]
 
 TITLE = "Shape sweep: rung 7 (one config) vs rung 8 (config per shape), % of cuBLAS in the same run"
-#: The dashed line: the lowest % of cuBLAS rung 8 may reach at any shape.
-FLOOR = 90.0
 #: Held-out suites drawn: the most recently run ones.
 MAX_HELD_OUT = 2
 _GREY = "#8a8a8a"
@@ -104,7 +102,7 @@ def _handles(rungs: set[int]) -> list[Any]:
     return [
         *(marks[g] for g in sorted(rungs) if g in marks),
         Line2D([], [], color=CUBLAS, linewidth=1.0, label="cuBLAS (100 %)"),
-        Line2D([], [], color=CUBLAS, linewidth=0.8, linestyle="--", label=f"{FLOOR:g} %"),
+        Line2D([], [], color=CUBLAS, linewidth=0.8, linestyle="--", label=f"{BAR_FLOOR_PCT:g} %"),
     ]
 
 
@@ -138,7 +136,7 @@ def _panel(ax: Any, panel: SweepPanel) -> None:
                         xycoords=("data", "axes fraction"), rotation=90, ha="center",
                         va="bottom", fontsize=7, color=RED)  # fmt: skip
     ax.axhline(100, color=CUBLAS, linewidth=1.0)
-    ax.axhline(FLOOR, color=CUBLAS, linewidth=0.8, linestyle="--")
+    ax.axhline(BAR_FLOOR_PCT, color=CUBLAS, linewidth=0.8, linestyle="--")
     lines = [panel.backend]
     for rung in rungs:
         st = panel.stats.get(rung)

@@ -496,13 +496,15 @@ def test_shape_sweep_section_and_figure(tmp_path: Path) -> None:
         for g in (7, 8)
     }
     g7, g8 = _geomean(list(pct[7].values())), _geomean(list(pct[8].values()))
+    b7, b8 = (sum(v < 90 for v in pct[g].values()) for g in (7, 8))
+    assert b7 + b8 > 0  # the count below the bar's floor has something to count
     assert (
         f"- r7 multi_consumer: geomean {g7:.1f} % of cuBLAS, worst {min(pct[7].values()):.1f} % "
-        "at 1x6144x4096 (5 of 43 shapes timed; timer ?)" in md
+        f"at 1x6144x4096, {b7} below 90 % (5 of 43 shapes timed; timer ?)" in md
     )
     assert (
         f"- r8 shape_adaptive: geomean {g8:.1f} % of cuBLAS, worst {min(pct[8].values()):.1f} % "
-        "at 1x6144x4096 (4 of 43 shapes timed; timer ?)" in md
+        f"at 1x6144x4096, {b8} below 90 % (4 of 43 shapes timed; timer ?)" in md
     )
     assert "- r8 below r7 at 0 of the 4 shapes timed with both" in md
     # unknown backends sort by name: delta's panel comes first
@@ -799,6 +801,8 @@ def test_the_sweep_tables_name_each_runs_warm_ups(tmp_path: Path) -> None:
     assert table.header[-1] == "r8 timer" and table.rows[0][-1] == "1/1/2 s"
     # three shapes, all at M <= 64: no band-weighed geomean (it needs every band)
     assert table.header[-2] == "r8 by M band" and table.rows[0][-2] == "-"
+    # every shape at 100 %: none below the bar's floor
+    assert table.header[-3] == "r8 below 90" and table.rows[0][-3] == "0" and stat.below == 0
     assert stat.weighted is None
     # timer v5's equal hold is named, so runs pooled across timers show it
     v5 = {**timer, "hold_floor_ms": 0.5}
