@@ -131,6 +131,14 @@ def _stamp() -> str:
     return _dt.datetime.now(_dt.UTC).strftime("%Y%m%dT%H%M%SZ")
 
 
+def _test_paths(posargs: list[str], *defaults: str) -> list[str]:
+    """The paths pytest runs: ``defaults``, unless the arguments after ``--`` name tests
+    themselves (a path or node id under ``tests/``), which then replace them: ``nox -s
+    "tests(cutedsl)" -- tests/gpu/test_rung8.py`` runs that file, not the whole part."""
+    named = any(a.startswith("tests/") for a in posargs)
+    return [] if named else list(defaults)
+
+
 def _option(args: list[str], flag: str) -> tuple[list[str], list[str]]:
     """(values of ``flag``, the other args); accepts ``--flag X`` and ``--flag=X``."""
     values: list[str] = []
@@ -213,13 +221,18 @@ def tests(session: nox.Session, part: str) -> None:
         _install(session, "test")
         if not _provisioned(session):  # the pip that resolves without downloading the wheels
             session.install(RESOLVING_PIP)
-        session.run(*pytest, "tests/network", *session.posargs)
+        session.run(*pytest, *_test_paths(session.posargs, "tests/network"), *session.posargs)
         return
     if part == "cluster":  # the Ray executor, on logical GPUs: no GPU needed
         if not gpu:
             _install_cpu_torch(session)  # the CPU build, from its index (never PyPI's CUDA one)
         _install(session, "test,cluster", "gpu" if gpu else "")
-        session.run(*pytest, "tests/cluster", *session.posargs, env={EXPECT_RAY: "1"})
+        session.run(
+            *pytest,
+            *_test_paths(session.posargs, "tests/cluster"),
+            *session.posargs,
+            env={EXPECT_RAY: "1"},
+        )
         return
     # What this session installs must import: a DSL that does not fails instead of skipping.
     expect = {EXPECT_DSL: REFERENCE if part == "harness" else part}
@@ -228,24 +241,30 @@ def tests(session: nox.Session, part: str) -> None:
             _install(session, "test,gpu")
             session.run(
                 *pytest,
-                *("tests/unit", "tests/gpu", "--backend", REFERENCE, *session.posargs),
+                *_test_paths(session.posargs, "tests/unit", "tests/gpu"),
+                *("--backend", REFERENCE, *session.posargs),
                 env=expect,
             )
             return
         _install_cpu_torch(session)
         _install(session, "test")
-        session.run(*pytest, "tests/unit", *session.posargs, env=expect)
+        session.run(
+            *pytest, *_test_paths(session.posargs, "tests/unit"), *session.posargs, env=expect
+        )
         return
     compile_tests = f"tests/compile/test_{part}.py"
     dsl = BACKENDS[part][1]
     if gpu:
         _install(session, "test", dsl, "gpu")
         session.run(
-            *pytest, compile_tests, "tests/gpu", "--backend", part, *session.posargs, env=expect
+            *pytest,
+            *_test_paths(session.posargs, compile_tests, "tests/gpu"),
+            *("--backend", part, *session.posargs),
+            env=expect,
         )
         return
     _install_cpu(session, part, "test", dsl)  # the kernels compile without a CUDA torch
-    session.run(*pytest, compile_tests, *session.posargs, env=expect)
+    session.run(*pytest, *_test_paths(session.posargs, compile_tests), *session.posargs, env=expect)
 
 
 @nox.session(python="3.11")
