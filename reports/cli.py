@@ -5,6 +5,7 @@
     python -m reports [RESULTS ...] [--out DIR] [--readme README.md] [--chain-problem KEY]
     python -m reports compare A B [--changed]
     python -m reports ab RUN ... [--by forced|own]
+    python -m reports gpus RESULTS ... [--gpus A B] [--by band|config] [--kernel K ...]
     python -m reports promote RUN.json [--name NAME] [--supersedes OLD.json ...] [--why TEXT]
 
 Rendering reads result files and folders (default ``reports/results``, one level deep, so its
@@ -13,6 +14,8 @@ CSVs into ``--out`` (default ``reports/latest``) and prints the report's summary
 ``compare`` prints, per problem and kernel, the change from A to B and whether it is beyond
 the spread (:mod:`reports.compare`). ``ab`` gives the verdict of a config A/B (``bench
 --config own --config X``): forced / own time per shape and per group (:mod:`reports.ab`).
+``gpus`` compares the same config at the same shape on two GPUs, TFLOPS/GHz and clock, beside
+cuBLAS's over the same shapes (:mod:`reports.gpus`).
 Every error is one line on stderr and exit status 2, because these commands run in scripts and
 sessions where a traceback hides the one fact that matters.
 """
@@ -44,7 +47,8 @@ def _render_parser() -> argparse.ArgumentParser:
         prog=PROG,
         description="Render figures, report.md and results.csv from result files. "
         f"`{PROG} compare -h`: what changed between two runs; `{PROG} ab -h`: the verdict of a "
-        f"config A/B; `{PROG} promote -h`: promote a run into the committed results.",
+        f"config A/B; `{PROG} gpus -h`: the same configs on two GPUs; `{PROG} promote -h`: "
+        "promote a run into the committed results.",
     )
     p.add_argument(
         "results",
@@ -129,6 +133,36 @@ def _ab_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _gpus_parser() -> argparse.ArgumentParser:
+    from reports.gpus import BY
+
+    p = _Parser(
+        prog=f"{PROG} gpus",
+        description="How each kernel moves from GPU A to GPU B: every config timed at the same "
+        "shape on both, its TFLOPS/GHz and SM clock B over A (geomeans), cuBLAS's TFLOPS/GHz "
+        "over the same shapes, and the kernel's over cuBLAS's (below 1: it falls behind cuBLAS "
+        "on B at the same configs). Only correct, timed records count.",
+    )
+    p.add_argument("results", nargs="+", type=Path, help="result files or folders (one level)")
+    p.add_argument(
+        "--gpus",
+        nargs=2,
+        metavar=("A", "B"),
+        help="the two GPUs, by a part of their names, e.g. H200 H100 (default: the two with "
+        "the most records, in name order)",
+    )
+    p.add_argument(
+        "--by", choices=BY, default="band", help="a row per M band (default) or per config"
+    )
+    p.add_argument(
+        "--kernel",
+        action="append",
+        default=[],
+        help="only this kernel, e.g. cutedsl/sm90/r8_shape_adaptive (repeatable)",
+    )
+    return p
+
+
 def _say(kind: str, text: str) -> None:
     print(f"{PROG}: {kind}: {text}", file=sys.stderr)
 
@@ -184,6 +218,33 @@ def _ab(argv: list[str]) -> int:
     return 0
 
 
+def _gpus(argv: list[str]) -> int:
+    from harness.results import load_many
+    from reports.gpus import format_gpus, gpu_pairs
+
+    args = _gpus_parser().parse_args(argv)
+    docs = load_many(args.results, warn=lambda m: _say("warning", m))
+    a, b = args.gpus or (None, None)
+    try:
+        gpu_a, gpu_b, found = gpu_pairs(docs, a, b)
+    except ValueError as e:
+        _say("error", str(e))
+        return 2
+    if args.kernel:
+        known = {p.kernel for p in found}
+        missing = [k for k in args.kernel if k not in known]
+        if missing:
+            _say(
+                "error",
+                f"--kernel {missing[0]}: no pair of it (kernels with pairs: "
+                f"{', '.join(sorted(known)) or 'none'})",
+            )
+            return 2
+        found = [p for p in found if p.kernel in args.kernel]
+    print(format_gpus(gpu_a, gpu_b, found, by=args.by))
+    return 0
+
+
 def _promote(argv: list[str]) -> int:
     from reports.promote import promote
 
@@ -213,6 +274,8 @@ def main(argv: list[str] | None = None) -> int:
             return _compare(argv[1:])
         if argv[:1] == ["ab"]:
             return _ab(argv[1:])
+        if argv[:1] == ["gpus"]:
+            return _gpus(argv[1:])
         return _render(argv)
     except (ResultsError, ReportError, PromoteError) as e:
         _say("error", str(e))
