@@ -160,7 +160,30 @@ def _gpus_parser() -> argparse.ArgumentParser:
         default=[],
         help="only this kernel, e.g. cutedsl/sm90/r8_shape_adaptive (repeatable)",
     )
+    p.add_argument(
+        "--m",
+        type=_m_range,
+        metavar="LO-HI",
+        help="only shapes of M in this range, e.g. 257-4096 or 257- (with --by config: the "
+        "configs of one band)",
+    )
     return p
+
+
+def _m_range(text: str) -> tuple[int, int | None]:
+    lo, sep, hi = text.partition("-")
+    try:
+        bounds = (int(lo), int(hi) if hi else None)
+    except ValueError:
+        bounds = None
+    if (
+        not sep
+        or bounds is None
+        or bounds[0] < 1
+        or (bounds[1] is not None and bounds[1] < bounds[0])
+    ):
+        raise argparse.ArgumentTypeError(f"{text!r}: LO-HI or LO- (M from LO to HI, 1 <= LO <= HI)")
+    return bounds
 
 
 def _say(kind: str, text: str) -> None:
@@ -241,6 +264,9 @@ def _gpus(argv: list[str]) -> int:
             )
             return 2
         found = [p for p in found if p.kernel in args.kernel]
+    if args.m:
+        lo, hi = args.m
+        found = [p for p in found if p.m >= lo and (hi is None or p.m <= hi)]
     print(format_gpus(gpu_a, gpu_b, found, by=args.by))
     return 0
 

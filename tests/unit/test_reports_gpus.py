@@ -124,6 +124,12 @@ def test_reports_gpus_from_the_command_line(
     out = capsys.readouterr().out
     assert out.startswith("A = NVIDIA H200, B = NVIDIA H100 80GB HBM3")
     assert "gluon/sm90/r8_shape_adaptive" in out
+    assert main(["gpus", str(tmp_path), "--gpus", "H200", "H100", "--m", "1000-"]) == 0
+    out = capsys.readouterr().out
+    assert "  > 4096 " in out and "257-1024" not in out
+    with pytest.raises(SystemExit):
+        main(["gpus", str(tmp_path), "--m", "600-300"])
+    assert "'600-300': LO-HI or LO-" in capsys.readouterr().err
     assert main(["gpus", str(tmp_path), "--gpus", "H200", "B200"]) == 2
     assert "no GPU of the results match" in capsys.readouterr().err
     assert main(["gpus", str(tmp_path), "--kernel", "cutedsl/sm90/r8_shape_adaptive"]) == 2
