@@ -5,7 +5,7 @@
     python -m reports [RESULTS ...] [--out DIR] [--readme README.md] [--chain-problem KEY]
     python -m reports compare A B [--changed]
     python -m reports ab RUN ... [--by forced|own]
-    python -m reports gpus RESULTS ... [--gpus A B] [--by band|config] [--kernel K ...]
+    python -m reports gpus RESULTS ... [--gpus A B] [--by band|config] [--kernel K ...] [--m LO-HI]
     python -m reports promote RUN.json [--name NAME] [--supersedes OLD.json ...] [--why TEXT]
 
 Rendering reads result files and folders (default ``reports/results``, one level deep, so its
