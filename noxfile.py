@@ -385,3 +385,7 @@ def report(session: nox.Session) -> None:
         if folder.name != "archive":
             out = Path("reports/latest") / folder.name
             session.run(_python(session), "-m", "reports", str(folder), "--out", str(out))
+            # How each kernel moves from the main folder's GPU to this one, against cuBLAS
+            # (exit 2 with one line when the two share no config at a shape: nothing to show).
+            gpus = ("gpus", "reports/results", str(folder), "--out", str(out / "gpus.md"))
+            session.run(_python(session), "-m", "reports", *gpus, success_codes=[0, 2])

@@ -148,8 +148,8 @@ def _gpus_parser() -> argparse.ArgumentParser:
         "--gpus",
         nargs=2,
         metavar=("A", "B"),
-        help="the two GPUs, by a part of their names, e.g. H200 H100 (default: the two with "
-        "the most records, in name order)",
+        help="the two GPUs, by a part of their names, e.g. H200 H100 (default: the GPU of the "
+        "first results path as A, the other GPU with the most records as B)",
     )
     p.add_argument(
         "--by", choices=BY, default="band", help="a row per M band (default) or per config"
@@ -166,6 +166,12 @@ def _gpus_parser() -> argparse.ArgumentParser:
         metavar="LO-HI",
         help="only shapes of M in this range, e.g. 257-4096 or 257- (with --by config: the "
         "configs of one band)",
+    )
+    p.add_argument(
+        "--out",
+        type=Path,
+        metavar="FILE.md",
+        help="also write the tables as Markdown here, with the command that made them",
     )
     return p
 
@@ -243,11 +249,16 @@ def _ab(argv: list[str]) -> int:
 
 def _gpus(argv: list[str]) -> int:
     from harness.results import load_many
-    from reports.gpus import format_gpus, gpu_pairs
+    from reports.gpus import format_gpus, gpu_names, gpu_pairs, gpus_markdown
 
     args = _gpus_parser().parse_args(argv)
     docs = load_many(args.results, warn=lambda m: _say("warning", m))
     a, b = args.gpus or (None, None)
+    if not args.gpus:  # A: the first path's GPU, so `gpus OLD_GPU/ NEW_GPU/` reads old -> new
+        names, first = gpu_names(docs), gpu_names(load_many(args.results[:1]))
+        others = [n for n in names if first and n != first[0]]
+        if first and others:
+            a, b = first[0], others[0]
     try:
         gpu_a, gpu_b, found = gpu_pairs(docs, a, b)
     except ValueError as e:
@@ -267,7 +278,14 @@ def _gpus(argv: list[str]) -> int:
     if args.m:
         lo, hi = args.m
         found = [p for p in found if p.m >= lo and (hi is None or p.m <= hi)]
-    print(format_gpus(gpu_a, gpu_b, found, by=args.by))
+    text = format_gpus(gpu_a, gpu_b, found, by=args.by)
+    print(text)
+    if args.out:
+        shown = [x for i, x in enumerate(argv) if "--out" not in (x.split("=")[0], argv[i - 1])]
+        command = " ".join([f"{PROG} gpus", *shown])
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(gpus_markdown(text, command))
+        print(f"wrote {args.out}")
     return 0
 
 

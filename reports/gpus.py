@@ -27,7 +27,7 @@ from harness.records import BenchRecord
 from harness.results import Document
 from harness.summary import text_table
 
-__all__ = ["BY", "GpuPair", "format_gpus", "gpu_names", "gpu_pairs"]
+__all__ = ["BY", "GpuPair", "format_gpus", "gpu_names", "gpu_pairs", "gpus_markdown"]
 
 #: How the pairs of a kernel are grouped: by the shape's M band or by the config.
 BY = ("band", "config")
@@ -208,3 +208,17 @@ def format_gpus(gpu_a: str, gpu_b: str, found: list[GpuPair], by: str = "band") 
         rows.append(_row("all", [p for _, group in groups for p in group]))
         blocks.append(f"{kernel}\n" + text_table(header, rows, "lrrrrr", "  "))
     return "\n\n".join(blocks)
+
+
+def gpus_markdown(text: str, command: str) -> str:
+    """``format_gpus``'s tables as a Markdown page that names the command that made them."""
+    return (
+        "# The same configs on two GPUs\n\n"
+        f"Rendered by `{command}`; every number comes from the result files it names. Per "
+        "kernel and M band (or config): every config timed at the same shape on both GPUs, its "
+        "TFLOPS/GHz and SM clock on B over A (geomeans over the pairs), cuBLAS's TFLOPS/GHz "
+        "over the same shapes, and the kernel's ratio over cuBLAS's: below 1, the kernel "
+        "stands that much further behind cuBLAS on B than on A at the same configs, which a "
+        "selection tuned on A does not see.\n\n"
+        f"```text\n{text}\n```\n"
+    )

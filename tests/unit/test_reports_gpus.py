@@ -124,6 +124,18 @@ def test_reports_gpus_from_the_command_line(
     out = capsys.readouterr().out
     assert out.startswith("A = NVIDIA H200, B = NVIDIA H100 80GB HBM3")
     assert "gluon/sm90/r8_shape_adaptive" in out
+    # without --gpus, A is the first path's GPU; --out writes the tables with their command
+    (tmp_path / "h100").mkdir()
+    (tmp_path / "H100.json").rename(tmp_path / "h100" / "H100.json")
+    page = tmp_path / "latest" / "gpus.md"
+    assert main(["gpus", str(tmp_path / "h100"), str(tmp_path), "--out", str(page)]) == 0
+    assert capsys.readouterr().out.startswith("A = NVIDIA H100 80GB HBM3, B = NVIDIA H200")
+    text = page.read_text()
+    assert f"`python -m reports gpus {tmp_path / 'h100'} {tmp_path}`" in text
+    assert "A = NVIDIA H100 80GB HBM3, B = NVIDIA H200" in text and "--out" not in text
+    assert main(["gpus", str(tmp_path), str(tmp_path / "h100")]) == 0
+    assert capsys.readouterr().out.startswith("A = NVIDIA H200, B = NVIDIA H100 80GB HBM3")
+    (tmp_path / "h100" / "H100.json").rename(tmp_path / "H100.json")
     assert main(["gpus", str(tmp_path), "--gpus", "H200", "H100", "--m", "1000-"]) == 0
     out = capsys.readouterr().out
     assert "  > 4096 " in out and "257-1024" not in out
