@@ -364,13 +364,18 @@ def _pct(rec: BenchRecord) -> str:
     return f"{rec.pct_of_cublas:.1f} %" if rec.pct_of_cublas else "no cuBLAS ratio"
 
 
+def band_name(lo: int, hi: int | None) -> str:
+    """The name of the M band ``lo..hi`` of :data:`M_BANDS` (``"257-1024"``, ``"> 4096"``)."""
+    return f"{lo}-{hi}" if hi else f"> {lo - 1}"
+
+
 def _by_band(values: Iterable[tuple[Problem, float]]) -> Iterator[tuple[str, list[float]]]:
     """(name, values) of each of :data:`M_BANDS` that holds a problem of ``values``."""
     values = list(values)
     for lo, hi in M_BANDS:
         band = [v for p, v in values if lo <= p.m and (hi is None or p.m <= hi)]
         if band:
-            yield (f"M {lo}-{hi}" if hi else f"M > {lo - 1}"), band
+            yield f"M {band_name(lo, hi)}", band
 
 
 def moves(

@@ -249,16 +249,13 @@ def _ab(argv: list[str]) -> int:
 
 def _gpus(argv: list[str]) -> int:
     from harness.results import load_many
-    from reports.gpus import format_gpus, gpu_names, gpu_pairs, gpus_markdown
+    from reports.gpus import format_gpus, gpu_pairs, gpus_markdown
 
     args = _gpus_parser().parse_args(argv)
-    docs = load_many(args.results, warn=lambda m: _say("warning", m))
+    warn = lambda m: _say("warning", m)  # noqa: E731
+    # path by path: without --gpus, A is the GPU of the first path's runs
+    docs = [doc for path in args.results for doc in load_many([path], warn=warn)]
     a, b = args.gpus or (None, None)
-    if not args.gpus:  # A: the first path's GPU, so `gpus OLD_GPU/ NEW_GPU/` reads old -> new
-        names, first = gpu_names(docs), gpu_names(load_many(args.results[:1]))
-        others = [n for n in names if first and n != first[0]]
-        if first and others:
-            a, b = first[0], others[0]
     try:
         gpu_a, gpu_b, found = gpu_pairs(docs, a, b)
     except ValueError as e:

@@ -22,7 +22,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
-from harness.fitcost import M_BANDS, config_label
+from harness.fitcost import M_BANDS, band_name, config_label
 from harness.records import BenchRecord
 from harness.results import Document
 from harness.summary import text_table
@@ -90,7 +90,8 @@ def gpu_pairs(
     docs: Iterable[Document], a: str | None = None, b: str | None = None
 ) -> tuple[str, str, list[GpuPair]]:
     """(GPU A, GPU B, every pair); ``a`` and ``b`` pick the GPUs by a part of their names
-    (default: the two with the most records, in name order)."""
+    (default: A the first document's GPU, B the other GPU with the most records, so that
+    ``gpus OLD_GPU/ NEW_GPU/`` reads old -> new)."""
     docs = list(docs)
     names = gpu_names(docs)
     if a is None and b is None:
@@ -99,7 +100,8 @@ def gpu_pairs(
                 f"the results ran on {len(names)} GPU(s) ({', '.join(names) or 'none'}): "
                 "two are needed"
             )
-        a, b = sorted(names[:2])
+        a = next(n for d in docs for n in gpu_names([d])[:1])
+        b = next(n for n in names if n != a)
     elif a is None or b is None:
         raise ValueError("--gpus takes two names (A B) or none")
     gpu_a, gpu_b = _match(names, a), _match(names, b)
@@ -148,17 +150,14 @@ def _clock(recs: list[BenchRecord]) -> float:
 
 
 def _band(m: int) -> str:
-    for lo, hi in M_BANDS:
-        if m >= lo and (hi is None or m <= hi):
-            return f"{lo}-{hi}" if hi else f"> {lo - 1}"
-    raise AssertionError(m)
+    return next(band_name(lo, hi) for lo, hi in M_BANDS if m >= lo and (hi is None or m <= hi))
 
 
 def _groups(found: list[GpuPair], by: str) -> Iterator[tuple[str, list[tuple[str, list[GpuPair]]]]]:
     kernels: dict[str, dict[str, list[GpuPair]]] = defaultdict(lambda: defaultdict(list))
     for p in found:
         kernels[p.kernel][_band(p.m) if by == "band" else p.label].append(p)
-    order = [_band(lo) for lo, _ in M_BANDS]
+    order = [band_name(lo, hi) for lo, hi in M_BANDS]
     for kernel in sorted(kernels):
         groups = kernels[kernel]
         keys = (

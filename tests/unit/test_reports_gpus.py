@@ -109,8 +109,9 @@ def test_gpus_must_be_two_that_the_results_ran_on() -> None:
         gpu_pairs(_docs(), "H200", "B200")
     with pytest.raises(ValueError, match="both name"):
         gpu_pairs(_docs(), "H200", "NVIDIA H200")
-    a, b, _ = gpu_pairs(_docs())  # default: the two with most records, in name order
-    assert (a, b) == ("NVIDIA H100 80GB HBM3", "NVIDIA H200")
+    a, b, _ = gpu_pairs(_docs())  # default: A the first document's GPU
+    assert (a, b) == ("NVIDIA H200", "NVIDIA H100 80GB HBM3")
+    assert gpu_pairs(_docs()[::-1])[:2] == ("NVIDIA H100 80GB HBM3", "NVIDIA H200")
 
 
 def test_reports_gpus_from_the_command_line(
