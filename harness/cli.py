@@ -231,6 +231,11 @@ def cmd_bench(args: argparse.Namespace) -> int:
         )
     if args.tune_top is not None and (not args.tune or args.tune_top < 1):
         raise UsageError("--tune-top N needs --tune and N >= 1")
+    if args.launched and not args.check_only:
+        raise UsageError(
+            "--launched needs --check-only: the profiler stays loaded in a worker once used, "
+            "and timed runs must not carry it"
+        )
     specs = with_reference(specs, reg, args.device, add=not args.no_reference)
     if not specs:
         raise UsageError(f"no selected kernel runs on --device {args.device}")
@@ -263,6 +268,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         configs=tuple(args.config),
         tune=args.tune,
         tune_top=args.tune_top,
+        launched=args.launched,
     )
     env: dict[str, Any] = {
         **host_environment(specs),
@@ -275,6 +281,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
             "configs": list(args.config),
             "tune": args.tune,
             "tune_top": args.tune_top,
+            "launched": args.launched,
             "device": args.device,
             "kernels": [s.id for s in specs],
             "units": [p.key for p in problems],
@@ -901,6 +908,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--checks", type=int, default=2, help="correctness checks per problem")
     p.add_argument("--check-only", action="store_true", help="check correctness, skip timing")
+    p.add_argument(
+        "--launched",
+        action="store_true",
+        help="with --check-only: profile one launch of each correct kernel and record the "
+        "device kernels it ran, each with its time (cuBLAS's names its tile and cluster)",
+    )
     p.add_argument("--no-reference", action="store_true", help="do not add cuBLAS")
     p.add_argument(
         "--strict", action="store_true", help="exit 1 if any kernel was wrong, errored or timed out"

@@ -3,17 +3,21 @@
 DSL stacks print pages that say nothing about the kernels being measured: deprecation warnings
 from their own internals at import, torch's "Failed to initialize NumPy" where NumPy is not
 installed (a CPU plugin's environment needs none), progress bars of their own builds (Tilus's
-tqdm), and leak reports from nanobind-bound extensions at interpreter exit (workers end with
+tqdm), leak reports from nanobind-bound extensions at interpreter exit (workers end with
 ``os._exit``, see :mod:`harness.worker`; pytest runs end the same way, see
-``tests/conftest.py``). Set ``GEMM_STUDY_VERBOSE=1`` to see all of it again.
+``tests/conftest.py``), and the profiler's C++ log of each start and stop
+(:func:`quiet_stderr`). Set ``GEMM_STUDY_VERBOSE=1`` to see all of it again.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import sys
 import warnings
+from collections.abc import Iterator
 
-__all__ = ["quiet_resource_tracker", "quiet_third_party", "verbose"]
+__all__ = ["quiet_resource_tracker", "quiet_stderr", "quiet_third_party", "verbose"]
 
 
 def verbose() -> bool:
@@ -50,3 +54,25 @@ def quiet_resource_tracker() -> None:
     current = os.environ.get("PYTHONWARNINGS", "")
     if _TRACKER_RULE not in current.split(","):
         os.environ["PYTHONWARNINGS"] = ",".join(filter(None, [current, _TRACKER_RULE]))
+
+
+@contextlib.contextmanager
+def quiet_stderr() -> Iterator[None]:
+    """Send what this process writes to its stderr (file descriptor 2, so C++ too) to the null
+    device for the block (unless verbose). torch's profiler logs "profiler_start" and
+    "profiler_stop" lines there from C++ (kineto) at every profile; an exception still
+    propagates and is reported by whoever catches it."""
+    if verbose():
+        yield
+        return
+    sys.stderr.flush()
+    saved = os.dup(2)
+    null = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(null, 2)
+        yield
+    finally:
+        sys.stderr.flush()
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(null)

@@ -15,10 +15,19 @@ from typing import Any
 
 from harness.check import CheckResult
 from harness.gemm import Problem
+from harness.launched import DeviceKernel
 from harness.telemetry import Telemetry
 from harness.timing import Stats
 
-__all__ = ["BenchRecord", "CheckResult", "CodegenRecord", "Stats", "Status", "Telemetry"]
+__all__ = [
+    "BenchRecord",
+    "CheckResult",
+    "CodegenRecord",
+    "DeviceKernel",
+    "Stats",
+    "Status",
+    "Telemetry",
+]
 
 
 class Status(enum.StrEnum):
@@ -83,7 +92,8 @@ class BenchRecord(_KernelRecord):
     TFLOPS per GHz with cuBLAS's in the same run, which a clock change does not move.
     ``host_launch_ms`` is the host's enqueue time per launch and ``hold_ms_per_launch`` the
     GPU work each timed launch was held behind (0: none; ``harness.timing``), medians over the
-    rounds.
+    rounds. ``launched`` is what one launch ran on the device, each kernel with its time
+    (``bench --check-only --launched``, :mod:`harness.launched`); None where not profiled.
     """
 
     problem: Problem
@@ -103,6 +113,7 @@ class BenchRecord(_KernelRecord):
     telemetry: Telemetry | None = None
     gpu: Mapping[str, Any] | None = None
     versions: Mapping[str, Any] | None = None
+    launched: tuple[DeviceKernel, ...] | None = None
     traceback: str | None = None
 
     @property

@@ -4,7 +4,8 @@ A document is ``{"schema": "gemm-dsl-study/results", "schema_version": 3, "kind"
 "codegen", "created", "environment": {...}, "records": [...]}``. A bench record is one
 (kernel, config, problem) — status, error metrics, timing statistics, TFLOPS, % of cuBLAS in
 the same run (and per clock), cuBLAS's drift over the problem, the host's launch time and the
-hold per launch, telemetry, the GPU it ran on and the versions of its environment; a codegen
+hold per launch, telemetry, the GPU it ran on and the versions of its environment (and, from
+a profiled run that times nothing, ``launched``: what one launch ran on the device); a codegen
 record one kernel compiled for its arch — registers, spills, shared memory, compile time,
 lines of code, the PTX features found. Older documents read as far as they go: version 3
 files written before 2026-11-27 without launch times and holds (and most of that day's without
@@ -36,6 +37,7 @@ from harness.records import (
     BenchRecord,
     CheckResult,
     CodegenRecord,
+    DeviceKernel,
     Stats,
     Status,
     Telemetry,
@@ -131,6 +133,8 @@ def record_to_json(rec: Record) -> dict[str, Any]:
             gpu=dict(rec.gpu) if rec.gpu is not None else None,
             versions=dict(rec.versions) if rec.versions is not None else None,
         )
+        if rec.launched is not None:  # only profiled runs carry it (``bench --launched``)
+            out["launched"] = [_plain(k) for k in rec.launched]
         if rec.traceback:
             out["traceback"] = rec.traceback
     else:
@@ -200,6 +204,14 @@ def _check_from(d: Any, where: str) -> CheckResult | None:
     return _nested(CheckResult, d, f"{where} check", extra)
 
 
+def _launched_from(d: Any, where: str) -> tuple[DeviceKernel, ...] | None:
+    if d is None:
+        return None
+    if not isinstance(d, list):
+        raise ResultsError(f"{where}: launched must be a list")
+    return tuple(_nested(DeviceKernel, k, f"{where} launched[{i}]") for i, k in enumerate(d))
+
+
 def record_from_json(d: Any, kind: str, where: str = "record") -> Record:
     if not isinstance(d, dict):
         raise ResultsError(f"{where}: not an object")
@@ -245,6 +257,7 @@ def record_from_json(d: Any, kind: str, where: str = "record") -> Record:
             telemetry=_nested(Telemetry, d.get("telemetry"), f"{where} telemetry"),
             gpu=_opt(d, "gpu", dict, where),
             versions=_opt(d, "versions", dict, where),
+            launched=_launched_from(d.get("launched"), where),
             traceback=_opt(d, "traceback", str, where),
         )
     return CodegenRecord(

@@ -16,7 +16,9 @@ problem affects every unit alike; the samples of all rounds are pooled. cuBLAS c
 every round and is timed once more after the last one: how far its median moved between its
 first round and that closing measurement is the problem's drift (``cublas_drift_pct``). The
 first round also re-checks one timed launch's output (``measure`` with ``recheck``): a unit
-that fails it is recorded ``wrong`` ("after timing: ...") and timed no further. Any timeout,
+that fails it is recorded ``wrong`` ("after timing: ...") and timed no further. A run that
+times nothing may instead profile each correct unit's launch once (``launched``): what it ran
+on the device, kernel by kernel (:mod:`harness.launched`). Any timeout,
 crash or exception is recorded against that kernel, config and problem, its worker is
 replaced, and the run goes on; after a crash or a hang the GPU is first probed in a fresh
 process (:meth:`Runner.probe`), and a GPU that fails the probe raises :class:`DeviceFailed`:
@@ -36,6 +38,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from harness.isolate import Worker, WorkerDied, WorkerEnv
+from harness.launched import summary
 from harness.protocol import KernelSpec, Problem, Rung
 from harness.records import BenchRecord, Status
 from harness.telemetry import Telemetry, merge
@@ -77,6 +80,13 @@ class RunSettings:
     tune: bool = False
     #: With ``tune``: only the kernel's ``tune_top`` best-ranked configs (plus its own choice).
     tune_top: int | None = None
+    #: Without ``measure``: profile each correct unit's launch once and record the device
+    #: kernels it ran (:mod:`harness.launched`).
+    launched: bool = False
+
+    def __post_init__(self) -> None:
+        if self.launched and self.measure:
+            raise ValueError("launched needs measure=False: the profiler would stay loaded")
 
 
 def base_record(spec: KernelSpec, problem: Problem, **fields: Any) -> BenchRecord:
@@ -482,6 +492,20 @@ class Runner:
         )
         return _Unit(spec, request, rec)
 
+    def _launched(self, unit: _Unit, problem: Problem) -> BenchRecord:
+        """``unit``'s record with the device kernels one launch ran (logged under its line).
+        A failed profile leaves the record as checked and says why: the kernel was right."""
+        cmd = {"op": "launched", "problem": problem, "config": unit.record.config}
+        reply = self._call(unit.spec, unit.record, cmd)
+        self.log(_line(unit.record))
+        if isinstance(reply, BenchRecord):
+            self.log(f"      not profiled: {reply.reason}")
+            return unit.record
+        self._release(unit, problem)
+        for line in summary(reply["launched"]):
+            self.log("      " + line)
+        return replace(unit.record, launched=tuple(reply["launched"]))
+
     def _release(self, unit: _Unit, problem: Problem) -> None:
         """Drop ``unit``'s launch function (and what it holds on the device) in its worker."""
         self._call(
@@ -554,6 +578,8 @@ class Runner:
                     yield from self._restore(spec, problem, timed)
                 if unit.record.status == Status.OK and s.measure:
                     timed.append(unit)
+                elif unit.record.status == Status.OK and s.launched:
+                    yield self._launched(unit, problem)
                 else:
                     self.log(_line(unit.record))
                     yield unit.record

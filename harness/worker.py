@@ -17,6 +17,8 @@ Commands:
 ``prepare``      resolve the config, ask ``supports``, ``compile`` (timed), check correctness
 ``measure``      allocate rotated input sets, warm up, time launches with NVML telemetry, free;
                  with ``recheck``, check one timed launch's output as ``prepare`` checks
+``launched``     profile one prepared launch: the device kernels it runs, each with its time
+                 (:mod:`harness.launched`; only in runs that time nothing)
 ``release``      drop a prepared (problem, config) launch
 ``codegen``      compile for an arch without running (``Kernel.codegen``)
 ``exit``         leave the loop
@@ -348,6 +350,23 @@ def _measure(
     }
 
 
+def _launched(state: _State, problem: Problem, config: str | None) -> dict[str, Any]:
+    import torch
+
+    from harness.check import random_operands
+    from harness.launched import profile_launch
+
+    launch = state.launches[(problem, config)]
+    a, b = random_operands(problem, state.device)
+    d = torch.empty((problem.m, problem.n), device=state.device, dtype=a.dtype)
+    try:
+        return {"launched": profile_launch(launch, (a, b, d), state.device)}
+    finally:
+        del a, b, d
+        if state.device == "cuda":
+            torch.cuda.empty_cache()
+
+
 def _codegen(state: _State, problem: Problem, arch: str, request: str | None) -> dict[str, Any]:
     kernel = state.load()
     config = resolve_config(kernel, problem, request)
@@ -432,6 +451,8 @@ def serve(conn: Connection, spec: KernelSpec | None, device: str) -> None:
                     cmd["min_time_s"],
                     cmd.get("recheck", False),
                 )
+            elif op == "launched":
+                reply = _launched(state, cmd["problem"], cmd.get("config"))
             elif op == "codegen":
                 reply = _codegen(state, cmd["problem"], cmd["arch"], cmd.get("config"))
             elif op == "release":

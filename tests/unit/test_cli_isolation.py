@@ -297,6 +297,7 @@ def test_bench_without_gpu_says_so(plugin_env, tmp_path: Path) -> None:
         (["bench", "--device", "cpu", "--arch", "sm_80"], "unknown arch 'sm_80'; the arches are"),
         (["bench", "--device", "cpu", "--suite", "64x64x7"], "K = 7 is not a multiple of 8"),
         (["bench", "--device", "cpu", "--dtype", "fp8"], "invalid choice: 'fp8'"),
+        (["bench", "--device", "cpu", "--launched"], "--launched needs --check-only"),
         (
             ["bench", "--device", "cpu", "--kernel", "toy/tuned", "--config", "bogus=1"],
             "unknown knob(s) bogus; the knobs are split",
