@@ -50,7 +50,7 @@ def aggregate(events: Iterable[tuple[str, float]], launches: int) -> tuple[Devic
     return tuple(DeviceKernel(n, count[n] / launches, total[n] / count[n]) for n in count)
 
 
-_NVJET = re.compile(r"nvjet_[a-z0-9]+_(\d+)x(\d+)_(\d+)x(\d+)_(\d+)x(\d+)_")
+_NVJET = re.compile(r"nvjet_(?:[a-z0-9]+_)+?(\d+)x(\d+)_(\d+)x(\d+)_(\d+)x(\d+)_")
 _CUTLASS3 = re.compile(r"cutlass3x_sm\d+_\w*?_(\d+)x(\d+)x(\d+)_(\d+)x(\d+)x\d+_")
 _CUTLASS2 = re.compile(r"cutlass_\d+_\w*?gemm_(\d+)x(\d+)_(\d+)x(\d+)_")
 _XMMA_TILE = re.compile(r"tilesize(\d+)x(\d+)x(\d+)")
@@ -63,8 +63,8 @@ def cublas_tile(name: str) -> str | None:
 
     Read as cuBLAS names it, in cuBLAS's column-major order: torch hands cuBLAS the transposed
     product (``D^T = B A^T``), so the first tile dimension runs along the problem's N and the
-    second along its M. The name families read: ``nvjet_hsh_256x128_64x4_1x2_h_bz_...`` (tile
-    256x128, 64-deep k-steps, 4 stages, cluster 1x2), CUTLASS 3's
+    second along its M. The name families read: ``nvjet_sm90_hsh_192x104_64x5_1x2_h_bz_TNT`` (tile
+    192x104, 64-deep k-steps, 5 stages, cluster 1x2), CUTLASS 3's
     ``cutlass3x_sm90_..._128x256x64_2x1x1_...``, CUTLASS 2's
     ``cutlass_80_..._gemm_256x128_32x3_...`` and the older
     ``sm90_xmma_gemm_..._tilesize128x256x64_cluster2x1x1_...``."""

@@ -36,6 +36,9 @@ def test_activities_fold_into_one_launch_in_the_order_run() -> None:
     ("name", "tile"),
     [
         ("nvjet_hsh_256x128_64x4_1x2_h_bz_coopA_NTT", "256x128x64, 4 stages, cluster 1x2"),
+        # cuBLAS 13's names on the H100 (410x6144x4096, 962x10240x8192; CuTeDSL README)
+        ("nvjet_sm90_hsh_192x104_64x5_1x2_h_bz_TNT", "192x104x64, 5 stages, cluster 1x2"),
+        ("nvjet_sm90_hsh_320x128_64x3_1x2_h_bz_coopB_TNT", "320x128x64, 3 stages, cluster 1x2"),
         ("nvjet_hsh_192x192_64x3_2x1_v_bz_coopB_NTN", "192x192x64, 3 stages, cluster 2x1"),
         (
             "sm90_xmma_gemm_f16f16_f16f32_f32_tn_n_tilesize128x256x64_cluster2x1x1_"
