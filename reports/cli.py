@@ -6,6 +6,7 @@
     python -m reports compare A B [--changed]
     python -m reports ab RUN ... [--by forced|own]
     python -m reports gpus RESULTS ... [--gpus A B] [--by band|config] [--kernel K ...] [--m LO-HI]
+    python -m reports launched RESULTS ... [--kernel K ...]
     python -m reports promote RUN.json [--name NAME] [--supersedes OLD.json ...] [--why TEXT]
 
 Rendering reads result files and folders (default ``reports/results``, one level deep, so its
@@ -15,7 +16,8 @@ CSVs into ``--out`` (default ``reports/latest``) and prints the report's summary
 the spread (:mod:`reports.compare`). ``ab`` gives the verdict of a config A/B (``bench
 --config own --config X``): forced / own time per shape and per group (:mod:`reports.ab`).
 ``gpus`` compares the same config at the same shape on two GPUs, TFLOPS/GHz and clock, beside
-cuBLAS's over the same shapes (:mod:`reports.gpus`).
+cuBLAS's over the same shapes (:mod:`reports.gpus`). ``launched`` lists what each profiled
+launch ran on the device, cuBLAS's tile included (:mod:`reports.launched`).
 Every error is one line on stderr and exit status 2, because these commands run in scripts and
 sessions where a traceback hides the one fact that matters.
 """
@@ -176,6 +178,23 @@ def _gpus_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _launched_parser() -> argparse.ArgumentParser:
+    p = _Parser(
+        prog=f"{PROG} launched",
+        description="What each profiled launch ran on the device (runs of `python -m harness "
+        "bench --check-only --launched`): per shape, GPU and kernel, one launch's device time, "
+        "its main kernel with the tile cuBLAS's kernel name states, and its other kernels.",
+    )
+    p.add_argument("results", nargs="+", type=Path, help="result files or folders (one level)")
+    p.add_argument(
+        "--kernel",
+        action="append",
+        default=[],
+        help="only this kernel, e.g. cublas/torch_matmul (repeatable)",
+    )
+    return p
+
+
 def _m_range(text: str) -> tuple[int, int | None]:
     lo, sep, hi = text.partition("-")
     try:
@@ -286,6 +305,25 @@ def _gpus(argv: list[str]) -> int:
     return 0
 
 
+def _launched(argv: list[str]) -> int:
+    from harness.results import load_many
+    from reports.launched import format_launched, launch_rows
+
+    args = _launched_parser().parse_args(argv)
+    docs = load_many(args.results, warn=lambda m: _say("warning", m))
+    rows = launch_rows(docs, args.kernel)
+    if args.kernel and not rows:
+        known = sorted({r.kernel for d in docs for r in d.bench if r.launched})
+        _say(
+            "error",
+            f"--kernel {args.kernel[0]}: no profiled launch of it (kernels with one: "
+            f"{', '.join(known) or 'none'})",
+        )
+        return 2
+    print(format_launched(rows))
+    return 0
+
+
 def _promote(argv: list[str]) -> int:
     from reports.promote import promote
 
@@ -317,6 +355,8 @@ def main(argv: list[str] | None = None) -> int:
             return _ab(argv[1:])
         if argv[:1] == ["gpus"]:
             return _gpus(argv[1:])
+        if argv[:1] == ["launched"]:
+            return _launched(argv[1:])
         return _render(argv)
     except (ResultsError, ReportError, PromoteError) as e:
         _say("error", str(e))
