@@ -281,6 +281,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
             "configs": list(args.config),
             "tune": args.tune,
             "tune_top": args.tune_top,
+            "check_only": args.check_only,
             "launched": args.launched,
             "device": args.device,
             "kernels": [s.id for s in specs],

@@ -32,7 +32,17 @@ __all__ = [
 
 #: The entries of ``environment["run"]`` that make two pieces parts of one run. Not among them:
 #: the GPUs, the executor, the shard (what differs between the pieces of one run).
-PLAN_KEYS = ("kernels", "units", "device", "configs", "tune", "tune_top", "checks")
+PLAN_KEYS = (
+    "kernels",
+    "units",
+    "device",
+    "configs",
+    "tune",
+    "tune_top",
+    "checks",
+    "check_only",
+    "launched",
+)
 
 
 class MergeError(ValueError):

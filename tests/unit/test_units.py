@@ -182,6 +182,10 @@ def test_resume_needs_the_same_plan_shard_and_code() -> None:
     v6 = {**doc.environment, "timer": {"hold_floor_ms": 0.5, "count_hold": True}}
     assert "add --no-count-hold" in resume_problem(dataclasses.replace(doc, environment=v5), v6)
     assert "count-hold" not in resume_problem(dataclasses.replace(doc, environment=v6), v5)
+    # a checked-only (or profiled) run is not continued by a timed one, nor the other way
+    for key in ("check_only", "launched"):
+        other = {**doc.environment, "run": {**doc.environment["run"], key: True}}
+        assert f"other {key}" in resume_problem(doc, other)
     shard = {**doc.environment, "run": {**doc.environment["run"], "shard": "0/2"}}
     assert "is shard None, this run shard 0/2" in resume_problem(doc, shard)
     other_code = resume_problem(doc, {**doc.environment, "git_sha": "x"})
