@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from harness.gemm import Problem
-from harness.problems import held_out_m_share
+from harness.problems import RANDOM_COUNT, held_out_m_share
 from harness.protocol import Rung
 from harness.records import BenchRecord
 from harness.results import Document
@@ -185,8 +185,12 @@ def ceiling(
     of 1.00 here is the kernels' gap, not the selection's: no cost model closes it. Where every
     band was timed, the line ends with the bands weighed as a held-out suite draws M
     (:func:`_held_out_weighted`): the geomean a perfect selection would reach on the suite the
-    rung-8 bar is read on. (Only the configs a run timed count: ``--tune-top N`` leaves the
-    rest of the menu out, so the ceiling is a floor on what the kernels can reach.)"""
+    rung-8 bar is read on, and how many of a held-out suite's shapes would fall below
+    ``floor`` with a perfect pick (each band's share of tuning shapes below it, weighed the same
+    way): the part of the bar's "no shape below" that no selection can meet. (Only the configs
+    a run timed count: ``--tune-top N`` leaves the rest of the menu out, so the ceiling is a
+    floor on what the kernels can reach; and tuning suites hold A/B shapes picked where a
+    kernel lost, so the count leans high.)"""
     best: dict[tuple[str, Problem], float] = {}
     for gpu, _, rec in _timed_rung8(docs, backends):
         if rec.pct_of_cublas:
@@ -202,11 +206,21 @@ def ceiling(
         ]
         ratios = [r for (g, _), r in best.items() if g == gpu]
         held = _held_out_weighted(bands)
+        tail = ""
+        if held:
+            below = RANDOM_COUNT * sum(
+                held_out_m_share(lo, hi) * sum(r < floor for r in rs) / len(rs)
+                for (lo, hi), rs in zip(M_BANDS, bands.values(), strict=True)
+            )
+            tail = (
+                f"; weighed as a held-out suite draws M: {held:.3f}, "
+                f"{below:.1f} of its {RANDOM_COUNT} shapes below {floor:.2f}"
+            )
         lines.append(
             f"ceiling on {gpu} (fastest timed config / cuBLAS, same run): all "
             f"{statistics.geometric_mean(ratios):.3f} ({len(ratios)} problems); "
             + "; ".join(parts)
-            + (f"; weighed as a held-out suite draws M: {held:.3f}" if held else "")
+            + tail
         )
     return lines
 

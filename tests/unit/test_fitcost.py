@@ -347,8 +347,12 @@ def test_the_ceiling_weighs_its_bands_as_a_held_out_suite_draws_m() -> None:
         held_out_m_share(lo, hi) * math.log(p / 100) for (lo, hi), p in zip(M_BANDS, pcts.values())
     ]
     want = math.exp(sum(logs))
-    assert line.endswith(f"; weighed as a held-out suite draws M: {want:.3f}")
+    assert f"; weighed as a held-out suite draws M: {want:.3f}, " in line
     assert 0.98 < want < 0.99  # the mid bands' 6 % gap costs the suite about 1.5 points
+    assert line.endswith(", 0.0 of its 64 shapes below 0.90")  # every band's best >= 0.94
+    # one band's only shape below 0.90: a suite draws that band's share of its 64 below
+    (low,) = ceiling([_doc(*(_rec(R8, m, 85.0 if m == 300 else p) for m, p in pcts.items()))])
+    assert low.endswith(f", {64 * held_out_m_share(257, 1024):.1f} of its 64 shapes below 0.90")
     (partial,) = ceiling([_doc(_rec(R8, 16, 104.0), _rec(R8, 300, 94.0))])
     assert "held-out" not in partial
 
