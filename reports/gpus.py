@@ -165,7 +165,17 @@ def _groups(found: list[GpuPair], by: str) -> Iterator[tuple[str, list[tuple[str
             if by == "band"
             else sorted(groups, key=lambda k: (-len(groups[k]), k))
         )
-        yield kernel, [(k, groups[k]) for k in keys]
+        names = dict(zip(keys, keys)) if by == "band" else _without_common(keys)
+        yield kernel, [(names[k], groups[k]) for k in keys]
+
+
+def _without_common(labels: list[str]) -> dict[str, str]:
+    """Each config label without the ``k=v`` knobs every label of its kernel shares (a
+    backend's own knobs at one value throughout, e.g. ``persistent=True``): they tell the rows
+    nothing apart."""
+    tokens = [label.split(" ") for label in labels]
+    common = set.intersection(*({t for t in ts if "=" in t} for ts in tokens))
+    return {label: " ".join(t for t in ts if t not in common) for label, ts in zip(labels, tokens)}
 
 
 def _row(name: str, group: list[GpuPair]) -> tuple[str, ...]:

@@ -147,3 +147,21 @@ def test_reports_gpus_from_the_command_line(
     assert "no GPU of the results match" in capsys.readouterr().err
     assert main(["gpus", str(tmp_path), "--kernel", "cutedsl/sm90/r8_shape_adaptive"]) == 2
     assert "no pair of it" in capsys.readouterr().err
+
+
+def test_config_rows_leave_out_the_knobs_every_row_shares() -> None:
+    """A backend's own knob at one value in every row (``persistent=True``) tells the rows
+    nothing apart and is left out of the labels; one that differs between rows stays."""
+    own = {"persistent": True}
+    docs = [
+        _doc(
+            gpu,
+            _rec("cublas", P_MID, 400.0, 1500.0),
+            _rec("cutedsl", P_MID, 380.0, 1500.0, values={**NARROW, **own, "epilogue": "serial"}),
+            _rec("cutedsl", P_MID, 390.0, 1500.0, values={**WIDE, **own, "epilogue": "overlap"}),
+        )
+        for gpu in ("NVIDIA H200", "NVIDIA H100 80GB HBM3")
+    ]
+    text = format_gpus(*gpu_pairs(docs, "H200", "H100"), by="config")
+    assert "persistent" not in text
+    assert "64x128 epilogue=serial" in text and "128x256 c2 epilogue=overlap" in text
