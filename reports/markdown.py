@@ -18,6 +18,7 @@ from typing import Any
 
 from harness.fitcost import ceiling
 from harness.gemm import Problem
+from harness.launched import cublas_tile
 from harness.protocol import Rung
 from harness.records import BenchRecord, CodegenRecord
 from harness.tune import tuning_docs
@@ -474,8 +475,24 @@ _SWEEP_NOTE = (
     'decode (M = 1) to prefill, ordered by M, then N, then K. "why" is the kernel\'s own '
     "reason for its choice, recorded with the result: its tuned table, or its heuristic's "
     "cost-model estimate (tiles, waves of the busiest program, modelled time) and the "
-    "next-cheapest config it allowed (runs before 2026-11-27 did not record it)."
+    "next-cheapest config it allowed (runs before 2026-11-27 did not record it). Where a run "
+    'profiled cuBLAS at a shape (`bench --check-only --launched`), "cuBLAS ran" is the tile '
+    "its kernel's name states, in cuBLAS's column-major order: N first, then M."
 )
+
+
+def cublas_kernels(ds: Dataset) -> dict[Problem, str]:
+    """Problem -> the kernel cuBLAS ran there, by the newest profiled launch among the loaded
+    runs (``bench --check-only --launched``): the tile its name states, or the name itself.
+    Every document counts, not only the latest-wins records (a profiled run times nothing, so
+    a timed run of the shape would hide it)."""
+    out: dict[Problem, str] = {}
+    for doc in ds.documents:  # oldest first: a newer profile replaces an older one
+        for rec in doc.bench:
+            if rec.rung == Rung.CUBLAS and rec.launched:
+                main = max(rec.launched, key=lambda k: k.us * k.calls)
+                out[rec.problem] = cublas_tile(main.name) or main.name.removeprefix("void ")[:48]
+    return out
 
 
 def sweep_stats_lines(ds: Dataset) -> list[str]:
@@ -497,6 +514,7 @@ def sweep_lines(ds: Dataset) -> list[str]:
         return ["No rung-7 or rung-8 results on the `sweep` suite yet."]
     md: list[str] = []
     any_fallback = False
+    cublas_ran = cublas_kernels(ds)
     for panel in panels:
         rungs = list(panel.kernels)
         configured = [
@@ -507,12 +525,15 @@ def sweep_lines(ds: Dataset) -> list[str]:
         header += [f"r{g} config" for g in configured]
         explained = [g for g in rungs if any(_why(r.records[g]) != "-" for r in panel.rows)]
         header += [f"r{g} why" for g in explained]
+        profiled = any(row.problem in cublas_ran for row in panel.rows)
+        header += ["cuBLAS ran (N x M x K tile)"] if profiled else []
         rows = []
         for row in panel.rows:
             cells = [_shape(row.problem), _fmt(row.cublas.tflops if row.cublas else None)]
             cells += [_sweep_cell(ds, row.records[g], row.pct[g]) for g in rungs]
             cells += [_cfg(row.records[g]) for g in configured]
             cells += [_why(row.records[g]) for g in explained]
+            cells += [cublas_ran.get(row.problem, "-")] if profiled else []
             any_fallback |= any(c.endswith(" †") for c in cells)
             rows.append(cells)
         md += [_panel_heading(panel), ""]

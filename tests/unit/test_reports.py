@@ -838,3 +838,31 @@ def test_the_tuning_file_opens_with_each_dsls_rung8_ceiling(tmp_path: Path) -> N
     assert "M 1-64 1.040 (1, 0 < 0.90)" in line and "held-out suite draws M" in line
     assert md[-2:] == [f"- **gamma**: {line}", ""]  # the section ends with its lines
     assert ceiling_lines(load_dataset([tmp_path / "e.json"])) == []
+
+
+def test_the_sweep_table_names_the_kernel_cublas_ran_where_a_run_profiled_it(
+    tmp_path: Path,
+) -> None:
+    """A profiled cuBLAS launch (``bench --check-only --launched``, a later run that times
+    nothing) adds a "cuBLAS ran" column to the held-out panel: the tile its kernel's name
+    states at each profiled shape, "-" at the others; without one, no column."""
+    from harness.launched import DeviceKernel
+
+    held = "random:9:3"
+    shapes = [Problem(*s) for s in suite_shapes(held)]
+    w = ResultsWriter(tmp_path / "held.json", "bench", {"gpu": "x", "run": {"suites": [held]}})
+    for p in shapes:
+        w.add(bench_record("cublas", 0, p, 0.1))
+        w.add(bench_record("gamma", 8, p, 0.1, config="t", selected=True))
+    w.finish()
+    assert "| cuBLAS ran" not in "\n".join(sweep_lines(load_dataset([tmp_path / "held.json"])))
+    nvjet = DeviceKernel("nvjet_sm90_hsh_192x104_64x5_1x2_h_bz_TNT", 1.0, 30.0)
+    prof = ResultsWriter(tmp_path / "prof.json", "bench", {"gpu": "x", "run": {"suites": [held]}})
+    prof.add(bench_record("cublas", 0, shapes[0], None, launched=(nvjet,)))
+    prof.finish()
+    md = "\n".join(sweep_lines(load_dataset([tmp_path / "held.json", tmp_path / "prof.json"])))
+    assert "| cuBLAS ran (N x M x K tile) |" in md
+    rows = [line for line in md.splitlines() if line.startswith(f"| {shapes[0].m}x")]
+    assert rows and rows[0].endswith("| 192x104x64, 5 stages, cluster 1x2 |")
+    other = [line for line in md.splitlines() if line.startswith(f"| {shapes[1].m}x")]
+    assert other and other[0].endswith("| - |")
