@@ -21,7 +21,15 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["DeviceKernel", "aggregate", "cublas_tile", "profile_launch", "summary"]
+__all__ = [
+    "DeviceKernel",
+    "aggregate",
+    "cublas_tile",
+    "main_kernel",
+    "profile_launch",
+    "short_name",
+    "summary",
+]
 
 #: Launches profiled per (kernel, config, problem), after one unprofiled warm launch.
 LAUNCHES = 3
@@ -48,6 +56,17 @@ def aggregate(events: Iterable[tuple[str, float]], launches: int) -> tuple[Devic
         count[name] = count.get(name, 0) + 1
         total[name] = total.get(name, 0.0) + us
     return tuple(DeviceKernel(n, count[n] / launches, total[n] / count[n]) for n in count)
+
+
+def main_kernel(kernels: Iterable[DeviceKernel]) -> DeviceKernel:
+    """The kernel a launch spends the most device time in (its GEMM, beside a reduction)."""
+    return max(kernels, key=lambda k: k.us * k.calls)
+
+
+def short_name(name: str, width: int) -> str:
+    """A profiler's kernel name without its ``void`` and cut to ``width`` characters."""
+    name = name.removeprefix("void ")
+    return name if len(name) <= width else name[: width - 3] + "..."
 
 
 _NVJET = re.compile(r"nvjet_(?:[a-z0-9]+_)+?(\d+)x(\d+)_(\d+)x(\d+)_(\d+)x(\d+)_")
@@ -90,10 +109,10 @@ def summary(kernels: Iterable[DeviceKernel], width: int = 96) -> list[str]:
     ``width``) and, where the name states one, cuBLAS's tile."""
     lines = []
     for k in kernels:
-        name = k.name if len(k.name) <= width else k.name[: width - 3] + "..."
         runs = "" if k.calls == 1 else f" x{k.calls:g}"
         tile = cublas_tile(k.name)
-        lines.append(f"{k.us:10.1f} us{runs}  {name}" + (f"  [{tile}]" if tile else ""))
+        line = f"{k.us:10.1f} us{runs}  {short_name(k.name, width)}"
+        lines.append(line + (f"  [{tile}]" if tile else ""))
     return lines
 
 

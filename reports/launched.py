@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from harness.launched import DeviceKernel, cublas_tile
+from harness.launched import DeviceKernel, cublas_tile, main_kernel, short_name
 from harness.records import BenchRecord
 from harness.results import Document
 from harness.summary import text_table
@@ -38,7 +38,7 @@ class LaunchRow:
 
     @property
     def main(self) -> DeviceKernel:
-        return max(self.kernels, key=lambda k: k.us * k.calls)
+        return main_kernel(self.kernels)
 
 
 def launch_rows(docs: Iterable[Document], kernels: Iterable[str] = ()) -> list[LaunchRow]:
@@ -63,9 +63,7 @@ def _is_reference(rec: BenchRecord) -> bool:
 
 
 def _name(k: DeviceKernel, width: int) -> str:
-    name = k.name.removeprefix("void ")
-    name = name if len(name) <= width else name[: width - 3] + "..."
-    return name + ("" if k.calls == 1 else f" x{k.calls:g}")
+    return short_name(k.name, width) + ("" if k.calls == 1 else f" x{k.calls:g}")
 
 
 def format_launched(rows: list[LaunchRow], width: int = 60) -> str:

@@ -18,7 +18,7 @@ from typing import Any
 
 from harness.fitcost import ceiling
 from harness.gemm import Problem
-from harness.launched import cublas_tile
+from harness.launched import cublas_tile, main_kernel, short_name
 from harness.protocol import Rung
 from harness.records import BenchRecord, CodegenRecord
 from harness.tune import tuning_docs
@@ -490,8 +490,8 @@ def cublas_kernels(ds: Dataset) -> dict[Problem, str]:
     for doc in ds.documents:  # oldest first: a newer profile replaces an older one
         for rec in doc.bench:
             if rec.rung == Rung.CUBLAS and rec.launched:
-                main = max(rec.launched, key=lambda k: k.us * k.calls)
-                out[rec.problem] = cublas_tile(main.name) or main.name.removeprefix("void ")[:48]
+                main = main_kernel(rec.launched).name
+                out[rec.problem] = cublas_tile(main) or short_name(main, 48)
     return out
 
 

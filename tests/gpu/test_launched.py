@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from expectations import require_module
 
-from harness.launched import cublas_tile
+from harness.launched import cublas_tile, main_kernel
 from harness.protocol import Problem
 from harness.records import Status
 from harness.registry import discover
@@ -32,9 +32,9 @@ def test_cublas_launch_names_its_kernel_and_tile(request: pytest.FixtureRequest)
     assert [r.status for r in records] == [Status.OK, Status.OK]
     for r in records:
         assert r.launched, f"{r.problem.key}: nothing recorded"
-        main = max(r.launched, key=lambda k: k.us * k.calls)
+        main = main_kernel(r.launched)
         assert main.us > 0 and main.calls >= 1
     # a square GEMM is a tensor-core tile kernel whatever cuBLAS's heuristics pick; a decode
     # shape may be a GEMV or split kernel whose name states no tile: only listed
-    square = max(records[0].launched, key=lambda k: k.us * k.calls)
+    square = main_kernel(records[0].launched)
     assert cublas_tile(square.name), f"no tile read from {square.name!r}"
