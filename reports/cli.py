@@ -114,17 +114,32 @@ def _compare_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _results_parser(command: str, description: str) -> argparse.ArgumentParser:
+    """The parser of a command that reads result files and folders (``RESULTS ...``)."""
+    p = _Parser(prog=f"{PROG} {command}", description=description)
+    p.add_argument("results", nargs="+", type=Path, help="result files or folders (one level)")
+    return p
+
+
+def _kernel_option(p: argparse.ArgumentParser, example: str) -> None:
+    p.add_argument(
+        "--kernel",
+        action="append",
+        default=[],
+        help=f"only this kernel, e.g. {example} (repeatable)",
+    )
+
+
 def _ab_parser() -> argparse.ArgumentParser:
     from reports.ab import BY
 
-    p = _Parser(
-        prog=f"{PROG} ab",
-        description="The verdict of a config A/B (`bench --config own --config X`): per shape, "
+    p = _results_parser(
+        "ab",
+        "The verdict of a config A/B (`bench --config own --config X`): per shape, "
         "the forced config's time over the kernel's own choice's (below 1: faster), % of cuBLAS "
         "and TFLOPS/GHz of both and of cuBLAS in the same run; per group, the geomean, how many "
         "ran faster and the worst. Records that failed their check are named and left out.",
     )
-    p.add_argument("results", nargs="+", type=Path, help="result files or folders (one level)")
     p.add_argument(
         "--by",
         choices=BY,
@@ -138,14 +153,13 @@ def _ab_parser() -> argparse.ArgumentParser:
 def _gpus_parser() -> argparse.ArgumentParser:
     from reports.gpus import BY
 
-    p = _Parser(
-        prog=f"{PROG} gpus",
-        description="How each kernel moves from GPU A to GPU B: every config timed at the same "
+    p = _results_parser(
+        "gpus",
+        "How each kernel moves from GPU A to GPU B: every config timed at the same "
         "shape on both, its TFLOPS/GHz and SM clock B over A (geomeans), cuBLAS's TFLOPS/GHz "
         "over the same shapes, and the kernel's over cuBLAS's (below 1: it falls behind cuBLAS "
         "on B at the same configs). Only correct, timed records count.",
     )
-    p.add_argument("results", nargs="+", type=Path, help="result files or folders (one level)")
     p.add_argument(
         "--gpus",
         nargs=2,
@@ -156,12 +170,7 @@ def _gpus_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--by", choices=BY, default="band", help="a row per M band (default) or per config"
     )
-    p.add_argument(
-        "--kernel",
-        action="append",
-        default=[],
-        help="only this kernel, e.g. cutedsl/sm90/r8_shape_adaptive (repeatable)",
-    )
+    _kernel_option(p, "cutedsl/sm90/r8_shape_adaptive")
     p.add_argument(
         "--m",
         type=_m_range,
@@ -179,19 +188,13 @@ def _gpus_parser() -> argparse.ArgumentParser:
 
 
 def _launched_parser() -> argparse.ArgumentParser:
-    p = _Parser(
-        prog=f"{PROG} launched",
-        description="What each profiled launch ran on the device (runs of `python -m harness "
+    p = _results_parser(
+        "launched",
+        "What each profiled launch ran on the device (runs of `python -m harness "
         "bench --check-only --launched`): per shape, GPU and kernel, one launch's device time, "
         "its main kernel with the tile cuBLAS's kernel name states, and its other kernels.",
     )
-    p.add_argument("results", nargs="+", type=Path, help="result files or folders (one level)")
-    p.add_argument(
-        "--kernel",
-        action="append",
-        default=[],
-        help="only this kernel, e.g. cublas/torch_matmul (repeatable)",
-    )
+    _kernel_option(p, "cublas/torch_matmul")
     return p
 
 
