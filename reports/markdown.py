@@ -122,10 +122,10 @@ def environment_lines(ds: Dataset) -> list[str]:
         env = doc.environment
         l2 = env.get("l2_bytes")
         t = env.get("timer") or {}
-        run = env.get("run") or {}
         pk = ", ".join(f"{k} {v}" for k, v in (env.get("packages") or {}).items() if v)
         dirty = {True: " (uncommitted changes)", False: ""}.get(env.get("git_dirty"), "")
-        kind = "tune run" if run.get("tune") else ("check-only run" if _check_only(doc) else "run")
+        kind = _run_kind(doc)
+        kind = "run" if kind == "bench" else f"{kind} run"
         lines += [
             f"- **run {i}** `{Path(doc.source or '?').name}` ({kind}, created {doc.created}):",
             f"  {env.get('gpu', env.get('device', '?'))}, {env.get('sm_count', '?')} SMs, L2 "
@@ -154,6 +154,15 @@ def environment_lines(ds: Dataset) -> list[str]:
 
 def _check_only(doc: Any) -> bool:
     return bool(doc.bench) and all(r.timing is None for r in doc.bench)
+
+
+def _run_kind(doc: Any) -> str:
+    """The kind of run: tune, check-only (profiled: made with ``--launched``) or bench."""
+    if (doc.environment.get("run") or {}).get("tune"):
+        return "tune"
+    if not _check_only(doc):
+        return "bench"
+    return "check-only, profiled" if any(r.launched for r in doc.bench) else "check-only"
 
 
 def _pick_cell(ds: Dataset, rec: BenchRecord | None, fallback: bool) -> str:
@@ -586,7 +595,7 @@ def runs_lines(ds: Dataset) -> list[str]:
         if doc.kind == "codegen":
             kind = "codegen"
         else:
-            kind = "tune" if run.get("tune") else ("check-only" if _check_only(doc) else "bench")
+            kind = _run_kind(doc)
         rows.append(
             [
                 names.get(id(doc), "-"),

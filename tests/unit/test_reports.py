@@ -53,7 +53,15 @@ from reports.figures.chain import figure_chain
 from reports.figures.heatmap import figure_heatmap
 from reports.figures.ksweep import figure_ksweep
 from reports.figures.sweep import MAX_HELD_OUT, figure_sweep
-from reports.markdown import anchor, ceiling_lines, sweep_lines, tuning_lines, watts_cell
+from reports.markdown import (
+    anchor,
+    ceiling_lines,
+    environment_lines,
+    runs_lines,
+    sweep_lines,
+    tuning_lines,
+    watts_cell,
+)
 from reports.promote import PromoteError, promote
 from reports.readme import README_END, README_START, update_readme
 from reports.render import render_report
@@ -866,3 +874,7 @@ def test_the_sweep_table_names_the_kernel_cublas_ran_where_a_run_profiled_it(
     assert rows and rows[0].endswith("| 192x104x64, 5 stages, cluster 1x2 |")
     other = [line for line in md.splitlines() if line.startswith(f"| {shapes[1].m}x")]
     assert other and other[0].endswith("| - |")
+    both = load_dataset([tmp_path / "held.json", tmp_path / "prof.json"])
+    kinds = [line.split(" | ")[2] for line in runs_lines(both) if "`prof.json`" in line]
+    assert kinds == ["check-only, profiled"]
+    assert any("`prof.json` (check-only, profiled run" in line for line in environment_lines(both))
