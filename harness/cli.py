@@ -913,7 +913,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--launched",
         action="store_true",
         help="with --check-only: profile one launch of each correct kernel and record the "
-        "device kernels it ran, each with its time (cuBLAS's names its tile and cluster)",
+        "device kernels it ran, each with its time (cuBLAS's names its tile and cluster); "
+        "such a run's compile times carry the profiler's overhead",
     )
     p.add_argument("--no-reference", action="store_true", help="do not add cuBLAS")
     p.add_argument(
