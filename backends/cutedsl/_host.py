@@ -15,6 +15,7 @@ last mode), which is all TMA needs.
 
 from __future__ import annotations
 
+import functools
 import shutil
 import tempfile
 import threading
@@ -45,6 +46,27 @@ def _num_sms() -> int:
     import torch
 
     return torch.cuda.get_device_properties(torch.cuda.current_device()).multi_processor_count
+
+
+@functools.cache
+def resident_clusters(num_sms: int, cluster: int) -> int:
+    """How many clusters of ``cluster`` CTAs the GPU runs at once, one CTA an SM (a rung's CTA
+    takes the SM's shared memory): ``num_sms // cluster`` for one CTA or a pair, fewer in fours,
+    a cluster living in one GPC whose SM count need not divide by four (an H200 holds 30
+    clusters of four, not 33: README, "Four-CTA swapped clusters"). A persistent grid past this
+    count leaves its last programs waiting for a whole cluster to finish. Without a GPU
+    (compiling only, torch maybe not installed), the SM count's share."""
+    try:
+        import torch
+    except ImportError:  # a compile-only environment
+        torch = None
+    if cluster <= 2 or torch is None or not torch.cuda.is_available():
+        return num_sms // cluster
+    from cutlass.utils import HardwareInfo
+
+    torch.cuda.synchronize()  # makes torch's primary context current: HardwareInfo reads it
+    held = HardwareInfo(torch.cuda.current_device()).get_max_active_clusters(cluster)
+    return min(num_sms // cluster, held)
 
 
 @dataclass

@@ -2,8 +2,9 @@
 too, unless the session installs it: ``tests/expectations.py``).
 
 The generic correctness tests over every registered kernel live beside this file; these check
-what is particular to this backend: one compile per (dtype, variant) serves every shape, and
-the N % 8 != 0 variant (direct stores instead of the TMA store) is exact too.
+what is particular to this backend: one compile per (dtype, variant) serves every shape, the
+N % 8 != 0 variant (direct stores instead of the TMA store) is exact too, and a persistent grid
+of four-CTA clusters holds only the clusters the GPU runs at once.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import pytest
 from expectations import require_dsl, require_module
 
 from backends.cutedsl import kernels
+from backends.cutedsl._host import resident_clusters
 from harness.protocol import Problem
 
 torch = require_module("torch", "the GPU tests")
@@ -49,3 +51,18 @@ def test_one_compile_serves_every_shape() -> None:
 def test_direct_store_variant(dtype: str) -> None:
     p = Problem(333, 1001, 136, dtype)
     assert _run(FINAL.load().compile(p), p) < (1e-2 if dtype == "bf16" else 2e-3)
+
+
+def test_four_cta_grid_is_the_resident_clusters() -> None:
+    """The GPU holds fewer clusters of four than a quarter of its SMs (30 of 33 on an H200,
+    README "Four-CTA swapped clusters"), pairs and single CTAs all of theirs; rung 8's
+    persistent four-CTA grid is that count, not the quarter."""
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    held = resident_clusters(sms, 4)
+    assert 0 < held <= sms // 4
+    assert resident_clusters(sms, 2) == sms // 2 and resident_clusters(sms, 1) == sms
+    from backends.cutedsl.sm90 import r8_shape_adaptive as r8
+
+    four = next(c for c in r8.MENU if c.cluster == 4)
+    gemm = r8.Gemm(sms, True, four)
+    assert gemm.programs == gemm.max_active_clusters == held

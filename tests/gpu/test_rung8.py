@@ -243,8 +243,10 @@ def test_a_in_registers_stream_k_is_correct(spec: KernelSpec, shard: str | None)
 
 #: Shapes for the 4-CTA swapped clusters: cuBLAS's 4x1 shape (196x4608x4096: 9 x 3 clusters),
 #: N in a part of a cluster (2112 = 4.125 clusters of 512 rows: the last one's three upper
-#: CTAs hold no row of D and still take and issue their quarters of M's tile), ragged M, N, K.
-FOUR_CTA = ["196x4608x4096", "212x2112x1000", "77x3000x512", "300x1000x2056"]
+#: CTAs hold no row of D and still take and issue their quarters of M's tile), ragged M, N, K,
+#: and more clusters of work than the GPU holds at once (257x5120x4096 at 72 wide: 40 clusters,
+#: the persistent grid CuTeDSL's ``resident_clusters``, 30 on an H200).
+FOUR_CTA = ["196x4608x4096", "212x2112x1000", "77x3000x512", "300x1000x2056", "257x5120x4096"]
 
 
 @pytest.mark.parametrize("spec", SPECS, ids=[s.id for s in SPECS])

@@ -175,7 +175,12 @@ from cutlass.memory import SmemAllocator
 from cutlass.tensor_utils import LayoutEnum
 
 from backends.cutedsl import spec
-from backends.cutedsl._host import DEFAULT_NUM_SMS, CuteDslKernel, tma_store_variant
+from backends.cutedsl._host import (
+    DEFAULT_NUM_SMS,
+    CuteDslKernel,
+    resident_clusters,
+    tma_store_variant,
+)
 from backends.cutedsl._operands import operand_tensors
 from backends.cutedsl._workarounds import padded_unit, stage_layout
 from backends.cutedsl.sm90._epilogue import (
@@ -836,13 +841,16 @@ class Gemm:
         # and B comes from DRAM once, not once per column tile (``swap_raster`` picks it
         # where B outgrows L2; README, "Fifth version").
         self.raster_m = (config.raster == "m") != config.swap_ab
-        # Non-persistent: as many clusters as there are work units (grid.z bound in _valid).
-        self.max_active_clusters = num_sms // config.cluster if config.persistent else MAX_GRID_Z
         # Stream-K's grid is always the full persistent grid (its whole waves need every
         # program; the tail goes to the first of them): the schedule, both kernels and the
         # workspace size use this count.
         # So does the grouped walk: a program past the last tile finds no unit and exits.
-        self.programs = num_sms // config.cluster
+        # Clusters of four: only the clusters the GPU holds at once (``resident_clusters``),
+        # else the grouped walk's last programs, and a scheduler's grid past that count, wait
+        # for a whole cluster to finish (no stream-K in fours: ``_valid``).
+        self.programs = resident_clusters(num_sms, config.cluster)
+        # Non-persistent: as many clusters as there are work units (grid.z bound in _valid).
+        self.max_active_clusters = self.programs if config.persistent else MAX_GRID_Z
         # A one-CTA config launches without a cluster, as Triton launches one: launched as a
         # 1x1x1 cluster, a long-K wave read up to 3x the DRAM bytes (README, thirteenth
         # version). Nothing in the kernel needs the cluster: its rank is 0, no multicast.
