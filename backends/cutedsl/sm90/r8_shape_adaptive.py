@@ -846,8 +846,8 @@ class Gemm:
         # workspace size use this count.
         # So does the grouped walk: a program past the last tile finds no unit and exits.
         # Clusters of four: only the clusters the GPU holds at once (``resident_clusters``),
-        # else the grouped walk's last programs, and a scheduler's grid past that count, wait
-        # for a whole cluster to finish (no stream-K in fours: ``_valid``).
+        # else a scheduler's grid past that count leaves its last programs waiting for a whole
+        # cluster to finish (fours are swapped, so never grouped nor stream-K: ``_valid``).
         self.programs = resident_clusters(num_sms, config.cluster)
         # Non-persistent: as many clusters as there are work units (grid.z bound in _valid).
         self.max_active_clusters = self.programs if config.persistent else MAX_GRID_Z
