@@ -6,15 +6,16 @@ kernel name, the records carrying them through JSON, and the whole path on a CPU
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 from conftest import run_harness
 from expectations import require_module
+from records import bench_record
 
 from harness.gemm import Problem
 from harness.launched import DeviceKernel, aggregate, cublas_tile, summary
-from harness.records import BenchRecord, Status
 from harness.results import record_from_json, record_to_json
 
 
@@ -85,21 +86,10 @@ def test_summary_names_each_kernel_its_time_and_cublas_tile() -> None:
 
 
 def test_records_carry_what_ran_through_json() -> None:
-    base = BenchRecord(
-        kernel="cublas/torch_matmul",
-        backend="cublas",
-        name="torch_matmul",
-        rung=0,
-        rung_name="cublas",
-        arch="any",
-        status=Status.OK,
-        problem=Problem(309, 5120, 4096),
-    )
+    base = bench_record("cublas", 0, Problem(309, 5120, 4096), None)
     plain = record_to_json(base)
     assert "launched" not in plain and record_from_json(plain, "bench") == base
-    ran = BenchRecord(
-        **{**base.__dict__, "launched": (DeviceKernel("nvjet_hsh_64x8_64x8_1x1_v", 1.0, 9.5),)}
-    )
+    ran = replace(base, launched=(DeviceKernel("nvjet_hsh_64x8_64x8_1x1_v", 1.0, 9.5),))
     back = record_from_json(json.loads(json.dumps(record_to_json(ran))), "bench")
     assert back == ran and back.launched is not None and back.launched[0].us == 9.5
 
