@@ -16,13 +16,16 @@ import time
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from harness.devices import list_gpus
 from harness.gemm import DTYPES
 from harness.problems import SUITES, TUNING_SEEDS, canonical_suite, expand, held_out
 from harness.protocol import ARCH_CAPABILITY, ARCHES, KernelSpec, Problem, Rung
 from harness.registry import Registry, discover
+
+if TYPE_CHECKING:
+    from harness.runner import Unit
 
 #: Where runs land by default: ignored by git, promoted into reports/results on purpose.
 DEFAULT_RUN_DIR = Path("runs")
@@ -186,6 +189,10 @@ def _bench_options(args: argparse.Namespace) -> tuple[list[str | None], tuple[in
         raise UsageError("--address names a Ray cluster: it goes with --executor ray")
     if args.resume and (not args.out or Path(args.out).suffix != ".json"):
         raise UsageError("--resume needs --out FILE.json: the run to continue")
+    if args.rest_of and args.resume:
+        raise UsageError("--rest-of and --resume exclude each other: --resume continues its file")
+    if args.rest_of and args.out and Path(args.out).resolve() == Path(args.rest_of).resolve():
+        raise UsageError("--rest-of names the --out file: continue it with --resume instead")
     try:
         slots: list[str | None] = (
             list(parse_gpus(args.gpus, literal=args.device == "cpu")) if args.gpus else [None]
@@ -194,6 +201,41 @@ def _bench_options(args: argparse.Namespace) -> tuple[list[str | None], tuple[in
     except ValueError as e:
         raise UsageError(str(e)) from None
     return slots, shard
+
+
+def _rest_of(source: Path, env: dict[str, Any], units: list[Unit]) -> list[Unit]:
+    """``units`` less those run ``source`` finished: the rest of an earlier run of this plan
+    (what ``--resume`` refuses to continue in place for other code), recorded in ``env``."""
+    from harness.merge import finished_units, plan_differences
+    from harness.results import ResultsError, load
+
+    try:
+        prior = load(source)
+    except ResultsError as e:
+        raise UsageError(f"--rest-of: {e}") from None
+    if prior.kind != "bench":
+        raise UsageError(f"--rest-of: {source} is a {prior.kind} document, not a bench run")
+    diffs = plan_differences(prior.environment, env)
+    if diffs:
+        raise UsageError(
+            f"--rest-of: {source} was run with other {', '.join(diffs)}: its rest is not this "
+            "run's to finish"
+        )
+    shard = ((prior.environment.get("run") or {}).get("shard"), env["run"].get("shard"))
+    if shard[0] != shard[1]:
+        raise UsageError(f"--rest-of: {source} is shard {shard[0]}, this run shard {shard[1]}")
+    done = finished_units(prior)
+    env["run"]["rest_of"] = {
+        "source": str(source),
+        "git_sha": prior.environment.get("git_sha"),
+        "units_done": len(done),
+    }
+    rest = [u for u in units if u.key not in done]
+    _print(
+        f"the rest of {source}: {len(done)} problem(s) done there, {len(rest)} to run; join the "
+        f"two with `python -m harness merge --allow-mixed {source} <this run's file>`"
+    )
+    return rest
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
@@ -312,6 +354,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
             {"at": _stamp(), "host": env.get("host"), "units_done": len(done)},
         ]
         _print(f"resuming {out}: {len(done)} problem(s) done, {len(units)} to run")
+    if args.rest_of:
+        units = _rest_of(Path(args.rest_of), env, units)
     status = survey(specs, envs, args.timeout)
     runnable = [s for s in specs if not status[s.id].missing]
     plan = BenchPlan(
@@ -947,6 +991,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--resume",
         action="store_true",
         help="continue the run in --out FILE.json: skip the problems it has finished",
+    )
+    p.add_argument(
+        "--rest-of",
+        metavar="FILE",
+        help="run only the problems the earlier run FILE (of this plan) has not finished, into "
+        "--out: for a run --resume refuses to continue for other code; `python -m harness "
+        "merge --allow-mixed` joins the two",
     )
     p.set_defaults(fn=cmd_bench)
 

@@ -104,8 +104,9 @@ def resume_problem(doc: Document, environment: Mapping[str, Any]) -> str | None:
     if doc.environment.get("git_sha") != environment.get("git_sha"):
         return (
             f"{doc.source} was measured with code {doc.environment.get('git_sha')}, this is "
-            f"{environment.get('git_sha')}; run the rest into a new file and join the two with "
-            "`python -m harness merge --allow-mixed` if the kernels measured did not change"
+            f"{environment.get('git_sha')}; if the kernels measured did not change, run the rest "
+            f"into a new file (`--rest-of {doc.source} --out NEW.json`, no --resume) and join the "
+            f"two with `python -m harness merge --allow-mixed {doc.source} NEW.json`"
         )
     return None
 
@@ -147,8 +148,9 @@ def merge_documents(docs: Sequence[Document], allow_mixed: bool = False) -> Docu
     Refused (:class:`MergeError`): anything but bench documents; a unit in two pieces; unless
     ``allow_mixed``, pieces of different plans, git SHAs or GPU models. The result lists its
     pieces (``merged_from``) and every GPU they ran on; it is ``finished`` when the pieces hold
-    every unit of the plan and each piece finished. Pieces of different plans (``allow_mixed``)
-    make one plan of all of theirs (:data:`JOINED_RUN_LISTS`): its suites, units, kernels.
+    every unit of the plan (a piece cut short gives the units it finished). Pieces of
+    different plans (``allow_mixed``) make one plan of all of theirs
+    (:data:`JOINED_RUN_LISTS`): its suites, units, kernels.
     """
     if not docs:
         raise MergeError("nothing to merge")
@@ -208,7 +210,9 @@ def merge_documents(docs: Sequence[Document], allow_mixed: bool = False) -> Docu
         for d in docs
     ]
     env["missing_units"] = missing
-    done = not missing and all(d.finished for d in docs)
+    # A piece cut short counts for the units it holds (a unit's records are written together):
+    # an interrupted run and its rest (``bench --rest-of``) make one finished run.
+    done = not missing
     return Document(
         kind="bench",
         environment=env,

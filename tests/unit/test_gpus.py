@@ -227,6 +227,46 @@ def test_shards_merge_into_the_records_of_one_run(fake_gpu_env, tmp_path: Path) 
     assert r.returncode == 2 and "was run with other kernels" in r.stderr, r.stderr
 
 
+def test_the_rest_of_a_run_of_other_code_joins_it(fake_gpu_env, tmp_path: Path) -> None:
+    """A run --resume refuses (other code) is finished by --rest-of into a new file, and the
+    merge of the two holds every problem once, as one run would."""
+    args = ["--kernel", "fake/sleep", *_suites(*SIX[:4])]
+    whole = tmp_path / "whole.json"
+    r = _bench(fake_gpu_env, whole, *args)
+    assert r.returncode == 0, r.stdout + r.stderr
+    # an earlier run of other code, cut after two problems
+    raw = json.loads(whole.read_text())
+    kept = {f"{s}-fp16" for s in SIX[:2]}
+    raw["records"] = [rec for rec in raw["records"] if rec["problem_key"] in kept]
+    raw["environment"]["git_sha"] = "0000000"
+    raw["finished"] = None
+    cut = tmp_path / "cut.json"
+    cut.write_text(json.dumps(raw))
+    r = _bench(fake_gpu_env, cut, *args, "--resume")
+    assert r.returncode == 2 and f"--rest-of {cut}" in r.stderr, r.stderr
+    rest = tmp_path / "rest.json"
+    r = _bench(fake_gpu_env, rest, *args, "--rest-of", str(cut))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "2 problem(s) done there, 2 to run" in r.stdout
+    doc = load(rest)
+    assert {rec.problem_key for rec in doc.bench} == {f"{s}-fp16" for s in SIX[2:4]}
+    assert doc.environment["run"]["rest_of"]["git_sha"] == "0000000"
+    merged = tmp_path / "merged.json"
+    r = _harness(fake_gpu_env, "merge", str(cut), str(rest), "--out", str(merged), "--allow-mixed")
+    assert r.returncode == 0, r.stderr
+    joined = load(merged)
+    assert _outcomes(joined) == _outcomes(load(whole))
+    assert joined.finished is not None
+    # the rest of a run of another plan, or of the --out file itself: refused, one line each
+    r = _bench(
+        fake_gpu_env, rest, "--kernel", "fake/raise", *_suites(*SIX[:4]), "--rest-of", str(cut)
+    )
+    assert r.returncode == 2 and "was run with other kernels" in r.stderr, r.stderr
+    r = _bench(fake_gpu_env, cut, *args, "--rest-of", str(cut))
+    assert r.returncode == 2 and "continue it with --resume" in r.stderr, r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
+
+
 def _second_interpreter(where: Path) -> Path:
     """A second virtualenv whose interpreter sees this one's packages (torch) through a .pth
     file, as ``--env tirx:PYTHONPATH=...`` would hand a backend its own packages."""
