@@ -206,24 +206,16 @@ def _bench_options(args: argparse.Namespace) -> tuple[list[str | None], tuple[in
 def _rest_of(source: Path, env: dict[str, Any], units: list[Unit]) -> list[Unit]:
     """``units`` less those run ``source`` finished: the rest of an earlier run of this plan
     (what ``--resume`` refuses to continue in place for other code), recorded in ``env``."""
-    from harness.merge import finished_units, plan_differences
+    from harness.merge import finished_units, resume_problem
     from harness.results import ResultsError, load
 
     try:
         prior = load(source)
     except ResultsError as e:
         raise UsageError(f"--rest-of: {e}") from None
-    if prior.kind != "bench":
-        raise UsageError(f"--rest-of: {source} is a {prior.kind} document, not a bench run")
-    diffs = plan_differences(prior.environment, env)
-    if diffs:
-        raise UsageError(
-            f"--rest-of: {source} was run with other {', '.join(diffs)}: its rest is not this "
-            "run's to finish"
-        )
-    shard = ((prior.environment.get("run") or {}).get("shard"), env["run"].get("shard"))
-    if shard[0] != shard[1]:
-        raise UsageError(f"--rest-of: {source} is shard {shard[0]}, this run shard {shard[1]}")
+    why = resume_problem(prior, env, same_code=False)
+    if why:
+        raise UsageError(f"--rest-of: {why}")
     done = finished_units(prior)
     env["run"]["rest_of"] = {
         "source": str(source),

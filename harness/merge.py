@@ -84,8 +84,11 @@ def plan_differences(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[str]:
     return diffs
 
 
-def resume_problem(doc: Document, environment: Mapping[str, Any]) -> str | None:
-    """Why ``doc`` cannot be continued by a run of ``environment`` (None: it can)."""
+def resume_problem(
+    doc: Document, environment: Mapping[str, Any], same_code: bool = True
+) -> str | None:
+    """Why ``doc`` cannot be continued by a run of ``environment`` (None: it can); with
+    ``same_code`` False, by a run of other code into another file (``bench --rest-of``)."""
     if doc.kind != "bench":
         return f"{doc.source} is a {doc.kind} document, not a bench run"
     diffs = plan_differences(doc.environment, environment)
@@ -101,7 +104,7 @@ def resume_problem(doc: Document, environment: Mapping[str, Any]) -> str | None:
     new = (environment.get("run") or {}).get("shard")
     if old != new:
         return f"{doc.source} is shard {old}, this run shard {new}"
-    if doc.environment.get("git_sha") != environment.get("git_sha"):
+    if same_code and doc.environment.get("git_sha") != environment.get("git_sha"):
         return (
             f"{doc.source} was measured with code {doc.environment.get('git_sha')}, this is "
             f"{environment.get('git_sha')}; if the kernels measured did not change, run the rest "

@@ -190,6 +190,9 @@ def test_resume_needs_the_same_plan_shard_and_code() -> None:
     assert "is shard None, this run shard 0/2" in resume_problem(doc, shard)
     other_code = resume_problem(doc, {**doc.environment, "git_sha": "x"})
     assert "measured with code abc" in other_code and "merge --allow-mixed" in other_code
+    # its rest, into another file (bench --rest-of), may be other code, never another plan
+    assert resume_problem(doc, {**doc.environment, "git_sha": "x"}, same_code=False) is None
+    assert "is shard None" in resume_problem(doc, shard, same_code=False)
 
 
 def test_a_version_2_document_reads_without_gpu_versions_or_drift(tmp_path: Path) -> None:
