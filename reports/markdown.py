@@ -115,6 +115,15 @@ def _run_names(ds: Dataset) -> dict[int, str]:
     return {id(d): f"run {i}" for i, d in enumerate(ds.runs, 1)}
 
 
+def _git(env: dict[str, Any], width: int | None = None) -> str:
+    """The commit a run measured, shortened to ``width``: every piece's, in order, where a
+    merge joined pieces of other code (``harness merge --allow-mixed``; the document's own
+    ``git_sha`` is its first piece's)."""
+    pieces = [p.get("git_sha") for p in env.get("merged_from") or ()] or [env.get("git_sha")]
+    shas = list(dict.fromkeys(sha or "?" for sha in pieces))
+    return " + ".join(f"`{sha[:width]}`" for sha in shas)
+
+
 def environment_lines(ds: Dataset) -> list[str]:
     """One bullet per run: device, driver and CUDA, power and clocks, versions, timer."""
     lines = []
@@ -133,7 +142,7 @@ def environment_lines(ds: Dataset) -> list[str]:
             + f"; driver {env.get('driver', '?')}, CUDA {env.get('torch_cuda', '?')}; power limit "
             f"{_fmt(env.get('power_limit_w'), '.0f')} W; max clocks SM "
             f"{env.get('max_sm_clock_mhz', '?')} MHz, memory {env.get('max_mem_clock_mhz', '?')} "
-            f"MHz; git `{env.get('git_sha') or '?'}`{dirty}",
+            f"MHz; git {_git(env)}{dirty}",
             f"  packages: {pk or '?'}",
             f"  timer: warm-up {t.get('warmup_s', '?')} s; >= {t.get('min_samples', '?')} "
             f"samples and >= {t.get('min_time_s', '?')} s per round (at most "
@@ -604,7 +613,7 @@ def runs_lines(ds: Dataset) -> list[str]:
                 (doc.created or "?")[:16].replace("T", " "),
                 str(env.get("gpu") or env.get("device") or "-"),
                 ", ".join(run.get("suites") or []) or "-",
-                f"`{(env.get('git_sha') or '?')[:10]}`",
+                _git(env, 10),
             ]
         )
     return _md_table("run | file | kind | created | GPU | suites | git", rows)

@@ -878,3 +878,24 @@ def test_the_sweep_table_names_the_kernel_cublas_ran_where_a_run_profiled_it(
     kinds = [line.split(" | ")[2] for line in runs_lines(both) if "`prof.json`" in line]
     assert kinds == ["check-only, profiled"]
     assert any("`prof.json` (check-only, profiled run" in line for line in environment_lines(both))
+
+
+def test_a_run_merged_from_other_code_names_every_commit(tmp_path: Path) -> None:
+    """A document joined from pieces of other code (``merge --allow-mixed``) lists each piece's
+    commit in the run list and the environment lines, not just its first piece's; shards of
+    one commit show it once."""
+    p = Problem(256, 256, 256)
+    pieces = [{"git_sha": "a" * 40}, {"git_sha": "b" * 40}, {"git_sha": "b" * 40}]
+    for name, merged in (("mixed.json", pieces), ("shards.json", pieces[1:])):
+        env = {"gpu": "x", "git_sha": merged[0]["git_sha"], "merged_from": merged}
+        w = ResultsWriter(tmp_path / name, "bench", env)
+        w.add(bench_record("cublas", 0, p, 0.1))
+        w.finish()
+    ds = load_dataset([tmp_path / "mixed.json", tmp_path / "shards.json"])
+    rows = {
+        line.split(" | ")[1]: line.split(" | ")[-1] for line in runs_lines(ds) if ".json" in line
+    }
+    assert rows["`mixed.json`"].startswith("`aaaaaaaaaa` + `bbbbbbbbbb`")
+    assert rows["`shards.json`"].startswith("`bbbbbbbbbb`") and "+" not in rows["`shards.json`"]
+    env_lines = "\n".join(environment_lines(ds))
+    assert f"git `{'a' * 40}` + `{'b' * 40}`" in env_lines
