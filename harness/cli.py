@@ -203,7 +203,7 @@ def _bench_options(args: argparse.Namespace) -> tuple[list[str | None], tuple[in
     return slots, shard
 
 
-def _rest_of(source: Path, env: dict[str, Any], units: list[Unit]) -> list[Unit]:
+def _rest_of(source: Path, out: Path, env: dict[str, Any], units: list[Unit]) -> list[Unit]:
     """``units`` less those run ``source`` finished: the rest of an earlier run of this plan
     (what ``--resume`` refuses to continue in place for other code), recorded in ``env``."""
     from harness.merge import finished_units, resume_problem
@@ -225,7 +225,7 @@ def _rest_of(source: Path, env: dict[str, Any], units: list[Unit]) -> list[Unit]
     rest = [u for u in units if u.key not in done]
     _print(
         f"the rest of {source}: {len(done)} problem(s) done there, {len(rest)} to run; join the "
-        f"two with `python -m harness merge --allow-mixed {source} <this run's file>`"
+        f"two with `python -m harness merge --allow-mixed {source} {out}`"
     )
     return rest
 
@@ -347,7 +347,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         ]
         _print(f"resuming {out}: {len(done)} problem(s) done, {len(units)} to run")
     if args.rest_of:
-        units = _rest_of(Path(args.rest_of), env, units)
+        units = _rest_of(Path(args.rest_of), out, env, units)
     status = survey(specs, envs, args.timeout)
     runnable = [s for s in specs if not status[s.id].missing]
     plan = BenchPlan(

@@ -248,6 +248,7 @@ def test_the_rest_of_a_run_of_other_code_joins_it(fake_gpu_env, tmp_path: Path) 
     r = _bench(fake_gpu_env, rest, *args, "--rest-of", str(cut))
     assert r.returncode == 0, r.stdout + r.stderr
     assert "2 problem(s) done there, 2 to run" in r.stdout
+    assert f"merge --allow-mixed {cut} {rest}`" in r.stdout
     doc = load(rest)
     assert {rec.problem_key for rec in doc.bench} == {f"{s}-fp16" for s in SIX[2:4]}
     assert doc.environment["run"]["rest_of"]["git_sha"] == "0000000"
