@@ -786,6 +786,8 @@ def cmd_fit_cost(args: argparse.Namespace) -> int:
             kernel=kernel,
             current=current,
             priced=getattr(module, "priced", None),  # which of its kernels the model prices
+            # its rule that reads the GPU, if its config space has one
+            on_gpu=getattr(getattr(getattr(module, "KERNEL", None), "space", None), "on_gpu", None),
         )
     except ValueError as e:
         raise UsageError(str(e)) from None

@@ -316,6 +316,12 @@ class ConfigSpace(Generic[C]):
     #: Why the heuristic chose ``config`` for ``problem``, one line (e.g. the cost model's
     #: estimate, waves and runner-up: ``harness.tile_cost.explain``). None: "heuristic".
     explain: Callable[[Problem, C], str] | None = None
+    #: A rule that reads the GPU: ``on_gpu(problem, heuristic's choice, gpu name)`` gives the
+    #: config to run instead on that GPU model and why (one line), or None to keep the choice
+    #: (e.g. ``harness.tile_cost.four_cta_swap``). Applied to the heuristic's choice only (a
+    #: tuned table's entry was timed on that GPU), and only where the replacement is on the
+    #: menu and valid for the problem. None: the heuristic does not depend on the GPU.
+    on_gpu: Callable[[Problem, C, str], tuple[C, str] | None] | None = None
 
     def __post_init__(self) -> None:
         if not self.menu:
@@ -353,13 +359,26 @@ class ConfigSpace(Generic[C]):
             return (
                 f"tuned table (tuned/{gpu_slug(gpu_name or '')}.json)" if tuned == config else None
             )
-        if config != self.heuristic(problem):
+        choice = self.heuristic(problem)
+        moved = self._moved(problem, choice, gpu_name)
+        if config != (moved[0] if moved else choice):
             return None
-        return self.explain(problem, config) if self.explain else "heuristic"
+        why = self.explain(problem, choice) if self.explain else "heuristic"
+        return f"{why}; {moved[1]}" if moved else why
+
+    def _moved(self, problem: Problem, choice: C, gpu_name: str | None) -> tuple[C, str] | None:
+        """``on_gpu``'s replacement for the heuristic's ``choice`` on ``gpu_name`` and why, if
+        it gives one that is on the menu and valid for ``problem``."""
+        if self.on_gpu is None or gpu_name is None:
+            return None
+        moved = self.on_gpu(problem, choice, gpu_name)
+        if moved is None or moved[0] not in self.menu or self.valid(problem, moved[0]):
+            return None
+        return moved
 
     def select(self, kernel_id: str, problem: Problem, gpu_name: str | None = None) -> C:
         """The tuned table's choice for ``problem`` on ``gpu_name`` if it has one, else the
-        heuristic's."""
+        heuristic's (moved by ``on_gpu`` where its rule holds for that GPU)."""
         tuned = self._tuned(kernel_id, problem, gpu_name)
         if tuned is not None:
             return tuned
@@ -369,7 +388,8 @@ class ConfigSpace(Generic[C]):
         why = self.valid(problem, choice)
         if why:
             raise ValueError(f"heuristic chose {choice.name} for {problem.key}, which {why}")
-        return choice
+        moved = self._moved(problem, choice, gpu_name)
+        return moved[0] if moved else choice
 
 
 def tune_candidates(kernel: Any, problem: Problem, top: int | None = None) -> list[KernelConfig]:

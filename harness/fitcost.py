@@ -51,6 +51,9 @@ __all__ = [
 
 #: A rung-8 module's heuristic priced by a given model (``_heuristic(problem, model)``).
 Heuristic = Callable[[Problem, TileCostModel], GemmConfig]
+#: A module's rule that reads the GPU (``ConfigSpace.on_gpu``): the config to run instead of the
+#: heuristic's on that GPU model, and why; None to keep it.
+GpuRule = Callable[[Problem, GemmConfig, str], "tuple[GemmConfig, str] | None"]
 #: A backend's rule for which of its kernels the shared cost model prices: given a record's
 #: config values (shared knobs, legacy names mapped, and the backend's own), whether its
 #: timing is of the kernel the model prices for that tile. Declared as ``priced`` in a rung-8
@@ -287,9 +290,11 @@ def current_choice(
     model: TileCostModel,
     kernel: str,
     worst: int = 5,
+    on_gpu: GpuRule | None = None,
 ) -> list[str]:
     """Where the heuristic as it stands (``heuristic`` priced by ``model``: a module's own
-    choice with its rules, no tuned table) trails what the runs of ``kernel`` measured: per
+    choice with its rules, moved by ``on_gpu`` on the GPU a run timed, no tuned table) trails
+    what the runs of ``kernel`` measured: per
     (GPU, problem) whose current pick some run timed, the pick's time over the fastest config
     that run timed (the latest such run), as a mean per M band, then the ``worst`` problems
     with what beat the pick (% of cuBLAS in that run). :func:`own_choice` judges each run's
@@ -307,13 +312,15 @@ def current_choice(
         if old is None or (rec.median_ms or math.inf) < (old.median_ms or math.inf):
             timed[rec.config] = rec
     lines = []
-    # the heuristic sees no GPU: one pick per problem, whichever GPUs timed it
+    # the model sees no GPU: one pick per problem, then the GPU's rule where there is one
     picks = {p: heuristic(p, model) for p in {p for _, p in runs}}
     for gpu in sorted({g for g, _ in runs}):
         problems = {p: r for (g, p), r in runs.items() if g == gpu}
         judged: list[tuple[Problem, float, BenchRecord, BenchRecord, GemmConfig]] = []
         for problem, by_run in problems.items():
             pick = picks[problem]
+            moved = on_gpu(problem, pick, gpu) if on_gpu is not None else None
+            pick = moved[0] if moved else pick
             seen = [by_run[run] for run in sorted(by_run) if str(pick) in by_run[run]]
             if not seen:
                 continue
@@ -456,6 +463,7 @@ def report(
     kernel: str = "",
     current: TileCostModel | None = None,
     priced: Priced | None = None,
+    on_gpu: GpuRule | None = None,
 ) -> str:
     """The text ``fit-cost`` prints (ValueError when the documents hold no rung-8 timing).
     ``base`` is the model the fit starts from (a backend's ``COST``), ``only`` the constants
@@ -465,7 +473,8 @@ def report(
     ``current``); with ``moves_over`` (tuning problems) too, it ends with :func:`moves`: the
     picks the fitted constants would move against ``current`` (the module's constants as they stand;
     default ``base``), and how to time them (``kernel``: the module's kernel id). ``priced``
-    is the module's rule for which of its kernels the model prices (:func:`model_config`)."""
+    is the module's rule for which of its kernels the model prices (:func:`model_config`),
+    ``on_gpu`` its rule that reads the GPU (``ConfigSpace.on_gpu``), applied to today's picks."""
     data = samples(docs, backends, priced)
     if not data:
         raise ValueError(
@@ -480,7 +489,7 @@ def report(
     lines += ceiling(docs, backends)
     lines += own_choice(docs, backends)
     if heuristic is not None and kernel:
-        lines += current_choice(docs, heuristic, current or base, kernel)
+        lines += current_choice(docs, heuristic, current or base, kernel, on_gpu=on_gpu)
     kw = dict(rounds=rounds, only=only, min_problems=min_problems)
     cv = cross_validate(data, base, folds=folds, **kw)
     lines.append(

@@ -51,6 +51,7 @@ __all__ = [
     "cross_validate",
     "explain",
     "fit",
+    "four_cta_swap",
     "heuristic_allows",
     "heuristic_raster",
     "idle_share",
@@ -888,6 +889,54 @@ def heuristic_raster(problem: Problem, config: GemmConfig) -> str:
     if config.wide_swap and cdiv(problem.m, config.tile_n) <= MAX_SWAP_COLUMNS:
         return swap_raster(problem)
     return "m"
+
+
+# -- rules that read the GPU ----------------------------------------------------------------
+#: Clusters of four CTAs a 132-SM Hopper holds at once (``cudaOccupancyMaxActiveClusters`` on
+#: the H100 SXM and the H200): 30, not 132 // 4. More clusters of work than this run a second
+#: round (1.8x the time at 32 clusters: CuTeDSL README, "A/B Z ran").
+RESIDENT_CLUSTERS_OF_FOUR = 30
+#: GPU models (a part of the name) where :func:`four_cta_swap` holds, and the M band the A/B
+#: that decided it drew its shapes from.
+FOUR_CTA_GPUS = ("H100",)
+FOUR_CTA_M = (150, 450)
+#: The widest tile :func:`four_cta_swap` moves (the four-CTA menus' widths: 72..128).
+FOUR_CTA_MAX_WIDTH = 128
+
+
+def four_cta_swap(problem: Problem, chosen: C, gpu_name: str) -> tuple[C, str] | None:
+    """On an H100, the same tile in clusters of four CTAs for a heuristic's one-CTA wide swap
+    of 128 rows, raster n (B, the weights, stays in L2: :func:`swap_raster`), at most
+    ``FOUR_CTA_MAX_WIDTH`` wide, unsplit, at M in ``FOUR_CTA_M``, whose clusters of four fit
+    the GPU at once (``RESIDENT_CLUSTERS_OF_FOUR``); None elsewhere. The four CTAs stack along
+    N and share the narrow tile (M's column) by multicast, so each k-step moves 128 + W / 4
+    rows through L2 instead of 128 + W, as cuBLAS's ``nvjet_sm90_hsh_128xW_64xS_4x1`` runs
+    these shapes. Decided by A/B AA (one H100 80GB HBM3, ten held-out shapes drawn with seed
+    189292 before any timing, the rule fixed before the data: 0.914x the one-CTA time,
+    faster at all ten), after A/B Y (0.952x, 9 of 10) and Z (faster at 11 of the 12 raster-n
+    picks of both, slower at all 6 raster-m ones); on the H200 four CTAs gained 0-8 % and
+    lost at long K, so no rule there (CuTeDSL README, "Thirty-fifth version")."""
+    if not any(g in gpu_name for g in FOUR_CTA_GPUS):
+        return None
+    one_cta_swap = (
+        chosen.wide_swap
+        and chosen.tile_m == 128
+        and chosen.cluster == 1
+        and chosen.split_k == 1
+        and not chosen.stream_k
+        and chosen.raster == "n"
+        and chosen.tile_n <= FOUR_CTA_MAX_WIDTH
+    )
+    if not one_cta_swap or not FOUR_CTA_M[0] <= problem.m <= FOUR_CTA_M[1]:
+        return None
+    four = dataclasses.replace(chosen, cluster=4)
+    clusters = four.tiles(problem)
+    if clusters > RESIDENT_CLUSTERS_OF_FOUR:
+        return None
+    return four, (
+        f"four CTAs on the {gpu_name} ({clusters} clusters of four, at most "
+        f"{RESIDENT_CLUSTERS_OF_FOUR} resident: tile_cost.four_cta_swap)"
+    )
 
 
 #: M where unswapped tiles (64 or 128 rows) pad M to 128 rows, more than a quarter of them

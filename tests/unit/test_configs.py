@@ -172,6 +172,40 @@ def test_reason_says_why_the_selection_chose_a_config(kernel_module: str) -> Non
     assert why.reason("x/r7", P, Knobs(), "NVIDIA H100") == "cheap"
 
 
+def test_a_gpu_rule_moves_the_heuristics_choice_on_its_gpu_only(kernel_module: str) -> None:
+    """``on_gpu`` replaces the heuristic's choice on the GPUs it names, and ``reason`` adds its
+    line to the heuristic's; a replacement off the menu or invalid for the problem, another
+    GPU, no GPU name and a tuned table's entry all keep what they had."""
+
+    def rule(problem: Problem, chosen: Knobs, gpu: str) -> tuple[Knobs, str] | None:
+        if "H100" not in gpu:
+            return None
+        return (replace(chosen, fast=False) if problem.m > 100 else replace(chosen, group=4)), "h"
+
+    space = ConfigSpace(
+        (*MENU, Knobs(8, "m", False)),
+        lambda p: Knobs(),
+        module=kernel_module,
+        valid=lambda p, c: "too slow" if p.m > 9000 and not c.fast else None,
+        explain=lambda p, c: "cheap",
+        on_gpu=rule,
+    )
+    slow = Knobs(8, "m", False)
+    assert space.select("x/r7", P, "NVIDIA H100 80GB HBM3") == slow
+    assert space.reason("x/r7", P, slow, "NVIDIA H100 80GB HBM3") == "cheap; h"
+    assert space.reason("x/r7", P, Knobs(), "NVIDIA H100 80GB HBM3") is None  # moved away
+    assert space.select("x/r7", P, "NVIDIA H200") == Knobs()
+    assert space.reason("x/r7", P, Knobs(), "NVIDIA H200") == "cheap"
+    assert space.select("x/r7", P, None) == Knobs()
+    big = Problem(9001, 4096, 4096)  # the replacement is invalid there: kept
+    assert space.select("x/r7", big, "NVIDIA H100 80GB HBM3") == Knobs()
+    assert space.reason("x/r7", big, Knobs(), "NVIDIA H100 80GB HBM3") == "cheap"
+    small = Problem(64, 4096, 4096)  # Knobs(4, "m", True) is on the menu, so it moves
+    assert space.select("x/r7", small, "NVIDIA H100 PCIe") == Knobs(4, "m")
+    _table(kernel_module, "NVIDIA H100 80GB HBM3", {P.key: Knobs(4, "n").name})
+    assert space.select("x/r7", P, "NVIDIA H100 80GB HBM3") == Knobs(4, "n")  # timed there
+
+
 class _Configurable:
     configs = MENU
 

@@ -301,7 +301,7 @@ def test_current_choice_judges_todays_pick_in_the_latest_run_that_timed_it() -> 
 
 
 def test_current_choice_asks_the_heuristic_once_a_problem_whichever_gpus_timed_it() -> None:
-    """The heuristic sees no GPU: a problem two GPUs timed is priced once, judged on each."""
+    """The model sees no GPU: a problem two GPUs timed is priced once, judged on each."""
     calls: list[Problem] = []
 
     def heuristic(problem: Problem, model: TileCostModel) -> GemmConfig:
@@ -320,6 +320,30 @@ def test_current_choice_asks_the_heuristic_once_a_problem_whichever_gpus_timed_i
         "today's choice on NVIDIA H200",
     ]
     assert len(calls) == 1
+
+
+def test_current_choice_moves_todays_pick_by_the_gpus_rule_on_that_gpu_only() -> None:
+    """A module's rule that reads the GPU (``ConfigSpace.on_gpu``) moves today's pick on the
+    GPU it names: there the moved config is the one judged, elsewhere the heuristic's."""
+    pick, four = _OwnConfig(128, 256, cluster=2), _OwnConfig(128, 256, cluster=1)
+
+    def rule(problem: Problem, chosen: GemmConfig, gpu: str) -> tuple[GemmConfig, str] | None:
+        return (four, "one CTA here") if "H100" in gpu else None
+
+    def run(gpu: str) -> Document:
+        recs = (
+            _timed(R8, 2000, 1.0, 90.0, tile_m=128, tile_n=256, cluster=2),
+            _timed(R8, 2000, 2.0, 45.0, tile_m=128, tile_n=256, cluster=1),
+        )
+        return Document("bench", {"gpu": gpu}, recs, "2026-12-05", source=gpu)
+
+    runs = [run("NVIDIA H200"), run("NVIDIA H100 80GB HBM3")]
+    lines = current_choice(runs, lambda p, m: pick, HOPPER, R8.id, on_gpu=rule)
+    heads = {line.split(" (")[0]: line for line in lines if "today's choice" in line}
+    assert "100.0 % slower" in heads["today's choice on NVIDIA H100 80GB HBM3"]
+    assert "0.0 % slower" in heads["today's choice on NVIDIA H200"]
+    plain = current_choice(runs, lambda p, m: pick, HOPPER, R8.id)
+    assert all("0.0 % slower" in line for line in plain if "today's choice" in line)
 
 
 def test_held_out_m_shares_are_what_held_out_suites_hold() -> None:

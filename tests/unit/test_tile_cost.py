@@ -612,6 +612,40 @@ def test_a_wide_swap_walks_d_m_first_only_where_b_outgrows_l2() -> None:
     )
 
 
+def test_four_ctas_take_an_h100s_one_cta_raster_n_swaps_that_fit_the_resident_clusters() -> None:
+    """``four_cta_swap``: on an H100 the same tile in clusters of four for a one-CTA 128-row
+    wide swap of raster n, at most 128 wide, unsplit, at M 150-450, in at most 30 clusters of
+    four; anything else, and any GPU but an H100, keeps its pick."""
+    h100, h200 = "NVIDIA H100 80GB HBM3", "NVIDIA H200"
+    p = Problem(217, 5120, 4096)
+    pick = GemmConfig(128, 80, 1, swap_ab=True, raster="n")
+    moved = tile_cost.four_cta_swap(p, pick, h100)
+    assert moved is not None
+    assert moved[0] == dataclasses.replace(pick, cluster=4)
+    assert "30 clusters of four" in moved[1] and h100 in moved[1]
+    assert moved[0].tiles(p) == 10 * 3 == tile_cost.RESIDENT_CLUSTERS_OF_FOUR
+    assert tile_cost.four_cta_swap(p, pick, h200) is None
+    others = [
+        dataclasses.replace(pick, raster="m"),  # weights past L2: slower in four (A/B Z)
+        dataclasses.replace(pick, cluster=2),
+        dataclasses.replace(pick, split_k=2),
+        dataclasses.replace(pick, stream_k=True),
+        dataclasses.replace(pick, tile_m=64),
+        dataclasses.replace(pick, tile_n=136),
+        GemmConfig(128, 256, 1),
+        GemmConfig(128, 32, 1, swap_ab=True, raster="n"),  # a narrow cover
+    ]
+    for c in others:
+        assert tile_cost.four_cta_swap(p, c, h100) is None, c.label
+    lo, hi = tile_cost.FOUR_CTA_M
+    for m in (lo - 1, hi + 1):
+        assert tile_cost.four_cta_swap(Problem(m, 5120, 4096), pick, h100) is None, m
+    assert tile_cost.four_cta_swap(Problem(lo, 5120, 4096), pick, h100) is not None
+    # 240 rows of M in 80-wide columns: 10 x 3 clusters; 241 needs a fourth column: 40
+    assert tile_cost.four_cta_swap(Problem(240, 5120, 4096), pick, h100) is not None
+    assert tile_cost.four_cta_swap(Problem(241, 5120, 4096), pick, h100) is None
+
+
 def test_an_untimed_tile_takes_its_neighbours_efficiency() -> None:
     model = HOPPER.with_params({"eff:128x128": 0.6, "eff:128x160": 0.8})
     assert model.tile_efficiency(128, 144) == pytest.approx(0.7)  # halfway
