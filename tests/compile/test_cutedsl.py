@@ -921,11 +921,13 @@ def test_r8_swapped_stream_k_validity() -> None:
     assert r8._valid(Problem(155, 36868, 7168), base)  # D^T's column pitch N % 8 != 0
 
 
-def test_r8_four_cta_clusters_are_tune_only() -> None:
+def test_r8_four_cta_clusters_are_picked_on_an_h100_only() -> None:
     """Clusters of four run the 128-row wide swaps of ``CLUSTER4_WIDTHS`` only (unsplit, the
     TMA store, both rasters), every one a variant the heuristic never picks, not even at the
     shapes where cuBLAS runs its 128x72 in 4x1 clusters; any other knob with four CTAs is
-    refused with a reason."""
+    refused with a reason. On an H100 the space's ``on_gpu`` rule
+    (``harness.tile_cost.four_cta_swap``) moves a raster-n one-CTA pick to four CTAs, naming
+    why; on an H200 the pick stays."""
     r8 = _r8()
     fours = [c for c in r8.MENU if c.cluster == 4]
     assert {(c.tile_n, c.raster) for c in fours} == {
@@ -945,6 +947,16 @@ def test_r8_four_cta_clusters_are_tune_only() -> None:
     base = fours[0]
     for override in ("tile_m=64", "tile_m=256", "split_k=2", "stream_k=1", "swap_ab=0"):
         assert r8._valid(Problem(196, 4608, 4096), base.with_overrides(override)), override
+    kid, h100, h200 = r8.KERNEL.spec.id, "NVIDIA H100 80GB HBM3", "NVIDIA H200"
+    space, p = r8.KERNEL.space, Problem(217, 5120, 4096)  # A/B AA's first shape
+    one = space.select(kid, p, h200)
+    assert (one.tile_m, one.tile_n, one.cluster, one.swap_ab, one.raster) == (128, 80, 1, True, "n")
+    four = space.select(kid, p, h100)
+    assert four == dataclasses.replace(one, cluster=4) and four in fours
+    assert "four CTAs on the NVIDIA H100" in space.reason(kid, p, four, h100)
+    assert space.reason(kid, p, one, h100) is None
+    # raster m (the weights past L2): one CTA on the H100 as well (A/B Z)
+    assert space.select(kid, Problem(222, 8192, 3584), h100).cluster == 1
 
 
 @pytest.mark.parametrize("knobs", [(72, 1, "m"), (160, 2, "n"), (256, 1, "n")], ids=str)

@@ -15,7 +15,8 @@ knobs every DSL's rung 8 shares, plus ``persistent`` and ``epilogue``):
   badly; 192, a step between 128 and 256 for tile counts that fill the last wave better).
 * ``cluster``: 1, or 2 CTAs along M sharing the B tile by TMA multicast (rung 7); 4 for the
   128-row wide swaps of ``CLUSTER4_WIDTHS`` (four row tiles of N sharing M's column tile, as
-  cuBLAS's ``128x72 ... 4x1`` at M 190-230; tune-only: the model does not price it).
+  cuBLAS's ``128x72 ... 4x1`` at M 190-230; the model does not price it: picked only on an
+  H100, by ``harness.tile_cost.four_cta_swap``, the space's ``on_gpu`` rule).
 * ``swap_ab``: compute D^T[N, M] = B A^T. Small M then sits on the wgmma N side (n16 / n32 /
   n64, the narrowest that covers M) and N fills the M side (64 or 128 rows a CTA); at M
   1024-5120 a wide swap of 11 to 33 column tiles of M may fill whole waves where unswapped
@@ -201,6 +202,7 @@ from harness.tile_cost import (
     TileCostModel,
     cheapest,
     explain,
+    four_cta_swap,
     heuristic_allows,
     heuristic_raster,
     one_wave_rows,
@@ -323,8 +325,10 @@ DEFERRED_TILES = (
 #: reached 83-87 % of it; the profile there found L2-to-SM traffic 18-20 % above cuBLAS's
 #: (README, "Tenth session"). Unsplit, no stream-K (an H200 holds 30 clusters of four at once,
 #: not 33, and stream-K's tail waits on every program), the TMA store, raster m or n. Correct
-#: on the H200, 4-8 % faster than one CTA at K <= 5120 and slower at 6144 and 13824: still
-#: tune-only (README, "Four-CTA swapped clusters").
+#: on the H200 and the H100. The heuristic never ranks them (``_variant``: the model has no
+#: constant for four CTAs); on an H100 ``harness.tile_cost.four_cta_swap`` moves its raster-n
+#: one-CTA picks of these widths at M 150-450 to four CTAs (README, "Thirty-fifth version"); on the
+#: H200 they stay tune-only.
 CLUSTER4_WIDTHS = tuple(tn for tn in SWAP_WIDE if tn <= 128)
 #: K splits of the wide swapped tiles per row count (cluster 1; ``_menu``). 256 rows are not
 #: split: split 2-4 ways they were correct and slower wherever the model ranked them (H200
@@ -1512,7 +1516,13 @@ KERNEL = CuteDslKernel(
     make_gemm=lambda num_sms, tma_store, config: Gemm(num_sms, tma_store, config),
     variant_of=tma_store_variant,
     space=ConfigSpace(
-        MENU, _heuristic, module=__name__, valid=_valid, rank=_ranked, explain=_explain
+        MENU,
+        _heuristic,
+        module=__name__,
+        valid=_valid,
+        rank=_ranked,
+        explain=_explain,
+        on_gpu=four_cta_swap,
     ),
     workspace=workspace_elems,
 )
