@@ -896,9 +896,10 @@ def heuristic_raster(problem: Problem, config: GemmConfig) -> str:
 #: the H100 SXM and the H200): 30, not 132 // 4. More clusters of work than this run a second
 #: round (1.8x the time at 32 clusters: CuTeDSL README, "A/B Z ran").
 RESIDENT_CLUSTERS_OF_FOUR = 30
-#: GPU models (a part of the name) where :func:`four_cta_swap` holds, and the M band the A/B
-#: that decided it drew its shapes from.
-FOUR_CTA_GPUS = ("H100",)
+#: GPU models (a part of the name) where :func:`four_cta_swap` holds: the model its A/Bs ran on
+#: (the 132-SM H100 SXM; an H100 PCIe has 114 SMs and another resident count), and the M band
+#: the A/B that decided it drew its shapes from.
+FOUR_CTA_GPUS = ("H100 80GB HBM3",)
 FOUR_CTA_M = (150, 450)
 #: The widest tile :func:`four_cta_swap` moves (the four-CTA menus' widths: 72..128).
 FOUR_CTA_MAX_WIDTH = 128
@@ -911,11 +912,11 @@ def four_cta_swap(problem: Problem, chosen: C, gpu_name: str) -> tuple[C, str] |
     the GPU at once (``RESIDENT_CLUSTERS_OF_FOUR``); None elsewhere. The four CTAs stack along
     N and share the narrow tile (M's column) by multicast, so each k-step moves 128 + W / 4
     rows through L2 instead of 128 + W, as cuBLAS's ``nvjet_sm90_hsh_128xW_64xS_4x1`` runs
-    these shapes. Decided by A/B AA (one H100 80GB HBM3, ten held-out shapes drawn with seed
-    189292 before any timing, the rule fixed before the data: 0.914x the one-CTA time,
-    faster at all ten), after A/B Y (0.952x, 9 of 10) and Z (faster at 11 of the 12 raster-n
-    picks of both, slower at all 6 raster-m ones); on the H200 four CTAs gained 0-8 % and
-    lost at long K, so no rule there (CuTeDSL README, "Thirty-fifth version")."""
+    these shapes. Decided by A/B AA (one H100 80GB HBM3; ten fresh shapes drawn as held-out
+    suites draw, seed 189292, before any timing; the rule fixed before the data): 0.914x the
+    one-CTA time, faster at all ten, after A/B Y (0.952x, 9 of 10) and Z (faster at 11 of the
+    12 raster-n picks of both, slower at all 6 raster-m ones). On the H200 four CTAs gained
+    0-8 % and lost at long K: no rule there (CuTeDSL README, "Thirty-fifth version")."""
     if not any(g in gpu_name for g in FOUR_CTA_GPUS):
         return None
     one_cta_swap = (

@@ -625,6 +625,7 @@ def test_four_ctas_take_an_h100s_one_cta_raster_n_swaps_that_fit_the_resident_cl
     assert "30 clusters of four" in moved[1] and h100 in moved[1]
     assert moved[0].tiles(p) == 10 * 3 == tile_cost.RESIDENT_CLUSTERS_OF_FOUR
     assert tile_cost.four_cta_swap(p, pick, h200) is None
+    assert tile_cost.four_cta_swap(p, pick, "NVIDIA H100 PCIe") is None  # 114 SMs: not timed
     others = [
         dataclasses.replace(pick, raster="m"),  # weights past L2: slower in four (A/B Z)
         dataclasses.replace(pick, cluster=2),
