@@ -55,6 +55,10 @@ knobs every DSL's rung 8 shares, plus ``persistent`` and ``epilogue``):
   without a TMA store stores directly too) / deferred (overlap's placement, the whole tile
   in one round of buffers whose reads the next tile's epilogue waits on; six small
   unswapped tiles, ``DEFERRED_TILES``; tune-only: the heuristic never picks it).
+* ``release``: warp (every consumer warp tells each CTA of the cluster a stage is free, as
+  CuTeDSL's ``PipelineTmaAsync`` does) / warpgroup (only each consumer warpgroup's first
+  warp, as CUTLASS C++ does: a quarter of the arrivals; twins of the four-CTA clusters and
+  rung 7's pair, ``_release_twin``; tune-only). A quiet knob: "warp" stays out of names.
 
 Stages are derived, not a knob: as many as fit next to the epilogue buffers, at most 8 (12 for
 the swapped tiles, which stream B from DRAM).
@@ -94,7 +98,8 @@ Barriers (as rung 7; one pair per stage, counts are arrivals per phase):
                   stage's bytes) + TMA bytes of all CTAs                 stage s landed
     ab_empty[s]   one elected lane of each consumer warp    producer     stage s free in every
                   of every CTA of the cluster                            CTA of the cluster
-                  (cluster x consumers x 4)
+                  (cluster x consumers x 4; release=warpgroup: the first warp of each
+                  consumer warpgroup only, cluster x consumers)
 
 Stream-K (``harness.tile_cost.StreamK``, the schedule every DSL's rung 8 implements): the
 grid is always P = SMs / cluster programs (clusters). The output's ``tiles`` cluster tiles
@@ -191,7 +196,7 @@ from backends.cutedsl.sm90._epilogue import (
     tma_store_atom,
 )
 from backends.cutedsl.sm90.r7_multi_consumer import mma_k_tile
-from harness.protocol import ConfigSpace, Problem, cdiv
+from harness.protocol import ConfigSpace, Problem, cdiv, quiet_knob
 from harness.tile_cost import (
     HOPPER,
     NARROW,
@@ -253,6 +258,12 @@ class R8Config(GemmConfig):
     #: next tile's epilogue waits on (``DEFERRED_TILES``; tune-only). The TMA store needs
     #: N % 8 == 0 and no split; without it "serial" stores directly too.
     epilogue: str = "overlap"
+    #: Who tells a cluster's producers a stage is free: "warp" (CuTeDSL's ``PipelineTmaAsync``:
+    #: one lane of every consumer warp arrives on every CTA of the cluster, four arrivals per
+    #: warpgroup per CTA) or "warpgroup" (one lane of each consumer warpgroup's first warp per
+    #: CTA, as CUTLASS C++'s ``PipelineTmaAsync`` spreads them: a quarter of the remote
+    #: arrivals; ``_release_twin``, tune-only).
+    release: str = quiet_knob("warp")
 
 
 #: (tile_m, tile_n, cluster) of the stream-K configs: the unswapped tiles a tail wave is made
@@ -335,6 +346,28 @@ CLUSTER4_WIDTHS = tuple(tn for tn in SWAP_WIDE if tn <= 128)
 #: tune, backend README "Ninth version": 72x10240x8192 256x72 split 3 102.5 % of cuBLAS,
 #: 128x72 in pairs 114.7 %).
 SWAP_WIDE_SPLITS = {64: (2,), 128: (2, 3, 4)}
+
+
+#: The stage-release modes (``R8Config.release``).
+RELEASES = ("warp", "warpgroup")
+
+
+def _release_twin(c: R8Config) -> bool:
+    """The configs the menu also holds with ``release="warpgroup"``: the four-CTA swapped
+    clusters and rung 7's 128x256 pair (raster m, group 8, overlap), the two families where a
+    stage's release reaches other CTAs. Their A/B against the per-warp release is the CuTeDSL
+    README's "A/B AC": a four-CTA k-step took 675 cycles against cuBLAS's about 530 in the same
+    clusters, with L2 reads well under the one-CTA tiles' rate ("Thirty-fifth version")."""
+    four = c.cluster == 4
+    rung7 = (c.tile_m, c.tile_n, c.cluster, c.swap_ab, c.split_k, c.stream_k) == (
+        128,
+        256,
+        2,
+        False,
+        1,
+        False,
+    ) and (c.raster, c.group, c.persistent, c.epilogue) == ("m", 8, True, "overlap")
+    return four or rung7
 
 
 def _swap_epilogues(c: R8Config) -> list[R8Config]:
@@ -430,6 +463,9 @@ def _menu() -> tuple[R8Config, ...]:
     ]
     # The deferred epilogue's twins of the small unswapped tiles (``DEFERRED_TILES``).
     menu += [R8Config(tm, tn, c, epilogue="deferred") for tm, tn, c in DEFERRED_TILES]
+    # Stage release once per consumer warpgroup (``_release_twin``): the four-CTA clusters and
+    # rung 7's pair, where every release crosses to other CTAs.
+    menu += [dataclasses.replace(c, release="warpgroup") for c in menu if _release_twin(c)]
     return tuple(dict.fromkeys(menu))  # rung 7's default appears twice
 
 
@@ -470,6 +506,8 @@ def _valid(problem: Problem, config: R8Config) -> str | None:
     tma_epi = _tma_epilogue(tma_store_variant(problem), config)
     if config.stream_k and not (config.persistent and tma_epi):
         return "stream-K: unsplit, persistent, the TMA-store epilogue and N % 8 == 0"
+    if config.release not in RELEASES:
+        return f"release={config.release}: one of {', '.join(RELEASES)}"
     if config.cluster == 4 and not (
         config.wide_swap and config.tile_m == 128 and config.split_k == 1 and not config.stream_k
     ):
@@ -555,8 +593,9 @@ def _variant(problem: Problem, c: R8Config) -> bool:
     """``c`` changes what the cost model cannot see: raster (other than ``heuristic_raster``'s),
     group (other than 8: the grouped walk pads nothing, so no tile needs another), a
     non-persistent grid, another epilogue than the kernel's default for the problem (overlap
-    wherever D allows the TMA-store epilogue, stream-K included) or a cluster of four (the
-    model has no constant for four CTAs, and their A/B was mixed: ``CLUSTER4_WIDTHS``)."""
+    wherever D allows the TMA-store epilogue, stream-K included), a cluster of four (the
+    model has no constant for four CTAs, and their A/B was mixed: ``CLUSTER4_WIDTHS``) or the
+    per-warpgroup release (``_release_twin``)."""
     want = _epilogue_for(problem, c)
     raster = heuristic_raster(problem, c)
     return (
@@ -565,6 +604,7 @@ def _variant(problem: Problem, c: R8Config) -> bool:
         or not c.persistent
         or c.epilogue != want
         or c.cluster == 4
+        or c.release != "warp"
     )
 
 
@@ -808,6 +848,7 @@ class Gemm:
         self.num_threads = (1 + self.num_consumers) * THREADS_PER_WG
         self.cluster_m = config.cluster
         self.cluster_mn = (config.cluster, 1)
+        self.release_per_wg = config.release == "warpgroup"
         self.swap, self.split_k, self.stream_k = config.swap_ab, config.split_k, config.stream_k
         self.tma_store = tma_store  # D's rows are 16-byte aligned (N % 8 == 0)
         self.tma_epi = _tma_epilogue(tma_store, config)
@@ -1211,7 +1252,18 @@ class Gemm:
         stage_bytes = sum(
             cute.size_in_bytes(self.dtype, stage_layout(s)) for s in (sA_layout, sB_layout)
         )
-        consumer_arrivals = self.cluster_m * self.num_consumers * (THREADS_PER_WG // 32)
+        # ab_empty's arrivals: the pipeline has lane r < cluster of each thread's warp arrive on
+        # CTA r, so it takes the lane from ``signal_tidx``. Per warp (release=warp) every
+        # consumer warp signals; per warpgroup only each warpgroup's first warp does, the others
+        # given a lane no CTA has (16 + lane), as CUTLASS C++ spreads them: that warp's
+        # wait_group covers the warpgroup's wgmma, which reads the stage for all four warps.
+        warps_signalling = 1 if cutlass.const_expr(self.release_per_wg) else THREADS_PER_WG // 32
+        consumer_arrivals = self.cluster_m * self.num_consumers * warps_signalling
+        signal_tidx = tidx
+        if cutlass.const_expr(self.release_per_wg):
+            lane = tidx % 32
+            not_first = (warp_idx % (THREADS_PER_WG // 32) + 3) // 4  # 0 for the first warp
+            signal_tidx = lane | (not_first * 16)
         ab_pipe = pipeline.PipelineTmaAsync.create(
             barrier_storage=storage.ab_barriers.data_ptr(),
             num_stages=stages,
@@ -1219,6 +1271,7 @@ class Gemm:
             consumer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, consumer_arrivals),
             tx_count=stage_bytes,
             cta_layout_vmnk=cute.make_layout((1, *cta_layout.shape)),
+            tidx=signal_tidx,
             defer_sync=True,
         )
         # With a cluster the peer multicasts into our shared memory and arrives on our
