@@ -358,16 +358,7 @@ def _release_twin(c: R8Config) -> bool:
     stage's release reaches other CTAs. Their A/B against the per-warp release is the CuTeDSL
     README's "A/B AC": a four-CTA k-step took 675 cycles against cuBLAS's about 530 in the same
     clusters, with L2 reads well under the one-CTA tiles' rate ("Thirty-fifth version")."""
-    four = c.cluster == 4
-    rung7 = (c.tile_m, c.tile_n, c.cluster, c.swap_ab, c.split_k, c.stream_k) == (
-        128,
-        256,
-        2,
-        False,
-        1,
-        False,
-    ) and (c.raster, c.group, c.persistent, c.epilogue) == ("m", 8, True, "overlap")
-    return four or rung7
+    return c.cluster == 4 or c == R8Config(128, 256, 2, raster="m", group=8, epilogue="overlap")
 
 
 def _swap_epilogues(c: R8Config) -> list[R8Config]:
@@ -1255,8 +1246,9 @@ class Gemm:
         # ab_empty's arrivals: the pipeline has lane r < cluster of each thread's warp arrive on
         # CTA r, so it takes the lane from ``signal_tidx``. Per warp (release=warp) every
         # consumer warp signals; per warpgroup only each warpgroup's first warp does, the others
-        # given a lane no CTA has (16 + lane), as CUTLASS C++ spreads them: that warp's
-        # wait_group covers the warpgroup's wgmma, which reads the stage for all four warps.
+        # given a lane of 16 or more, which names no CTA, as CUTLASS C++ spreads them (it takes
+        # that warp's wait_group to cover the warpgroup's wgmma, which reads the stage for all
+        # four warps; the GPU tests check the twins).
         warps_signalling = 1 if cutlass.const_expr(self.release_per_wg) else THREADS_PER_WG // 32
         consumer_arrivals = self.cluster_m * self.num_consumers * warps_signalling
         signal_tidx = tidx
