@@ -1249,13 +1249,13 @@ class Gemm:
         # given a lane of 16 or more, which names no CTA, as CUTLASS C++ spreads them (it takes
         # that warp's wait_group to cover the warpgroup's wgmma, which reads the stage for all
         # four warps; the GPU tests check the twins).
-        warps_signalling = 1 if cutlass.const_expr(self.release_per_wg) else THREADS_PER_WG // 32
-        consumer_arrivals = self.cluster_m * self.num_consumers * warps_signalling
+        warps = THREADS_PER_WG // 32  # per warpgroup
+        signalling = 1 if cutlass.const_expr(self.release_per_wg) else warps
+        consumer_arrivals = self.cluster_m * self.num_consumers * signalling
         signal_tidx = tidx
         if cutlass.const_expr(self.release_per_wg):
-            lane = tidx % 32
-            not_first = (warp_idx % (THREADS_PER_WG // 32) + 3) // 4  # 0 for the first warp
-            signal_tidx = lane | (not_first * 16)
+            not_first = (warp_idx % warps + warps - 1) // warps  # 0 for the first warp, else 1
+            signal_tidx = (tidx % 32) | (not_first * 16)
         ab_pipe = pipeline.PipelineTmaAsync.create(
             barrier_storage=storage.ab_barriers.data_ptr(),
             num_stages=stages,
