@@ -574,11 +574,11 @@ def test_r8_one_cta_configs_launch_without_a_cluster() -> None:
     """Only a pair launches as a cluster. Launched as a 1x1x1 cluster, the one-CTA 128x256
     tile read 12.7 GB from DRAM at 9000x8192x28672 on an H100 (8.0 GB launched plainly) and
     ran at 56-79 % of cuBLAS instead of 83-99 %; every one-CTA config of the menu launches
-    plainly, every pair as a (2, 1, 1) cluster."""
+    plainly, every pair as a (2, 1, 1) cluster (a 2-D cluster as its rows x columns)."""
     r8 = _r8()
     for config in r8.MENU:
         gemm = r8.Gemm(HOPPER.num_sms, True, config)
-        want = None if config.cluster == 1 else [config.cluster, 1, 1]
+        want = None if config.cluster == 1 else [config.cluster, config.cluster_n, 1]
         assert gemm.launch_cluster == want, config.name
 
 
@@ -929,7 +929,7 @@ def test_r8_four_cta_clusters_are_picked_on_an_h100_only() -> None:
     (``harness.tile_cost.four_cta_swap``) moves a raster-n one-CTA pick to four CTAs, naming
     why; on an H200 the pick stays."""
     r8 = _r8()
-    fours = [c for c in r8.MENU if c.cluster == 4]
+    fours = [c for c in r8.MENU if c.cluster == 4 and c.cluster_n == 1]
     assert {(c.tile_n, c.raster) for c in fours} == {
         (w, r) for w in r8.CLUSTER4_WIDTHS for r in "mn"
     }
@@ -996,6 +996,43 @@ def test_r8_stage_release_per_warpgroup_quarters_the_empty_arrivals() -> None:
         twin = base.with_overrides("release=warpgroup")
         per_wg = _empty_barrier_count(r8.KERNEL.codegen(problem, "sm_90a", twin).ptx)
         assert (per_warp, per_wg) == (cluster * 2 * 4, cluster * 2), name
+
+
+def test_r8_2d_clusters_multicast_both_operands() -> None:
+    """``cluster_n`` (tune-only 2-D clusters of the four-CTA widths): the weights (the swapped
+    kernel's A) are multicast along the cluster's columns as B is along its rows, so a stage is
+    written by the CTAs of a CTA's row and column, cluster + cluster_n - 1 of them, and ab_empty
+    waits on that many times eight consumer warps; the names of 1-D configs do not change; a
+    2-D cluster anywhere else is refused."""
+    r8 = _r8()
+    twod = [c for c in r8.MENU if c.cluster_n != 1]
+    assert len(twod) == len(r8.CLUSTER4_WIDTHS) * len(r8.CLUSTERS_2D)
+    assert "cluster_n" not in r8.R8Config().name
+    problem = Problem(217, 5120, 4096)
+    for c in twod:
+        assert r8._variant(problem, c) and not r8._release_twin(c), c.name
+        assert c.name.endswith(f",cluster_n={c.cluster_n}")
+    refused = [
+        "tile_m=128,tile_n=256,cluster=2,cluster_n=2",  # unswapped
+        "tile_m=128,tile_n=80,cluster=2,cluster_n=3,swap_ab=1,stream_k=1",
+        "tile_m=128,tile_n=80,cluster=4,cluster_n=3,swap_ab=1",  # 12 CTAs
+    ]
+    for name in refused:
+        assert r8._valid(problem, r8.R8Config(epilogue="serial").with_overrides(name)), name
+    one_d = r8.R8Config(epilogue="serial").with_overrides(
+        "tile_m=128,tile_n=80,cluster=4,swap_ab=1,raster=n"
+    )
+    base = _kernels(r8.KERNEL.codegen(problem, "sm_90a", one_d).ptx)["kernel"]
+    for cm, cn in r8.CLUSTERS_2D:
+        c = one_d.with_overrides(f"cluster={cm},cluster_n={cn}")
+        assert c in r8.MENU and c.label == f"128x80 c{cm}x{cn} swap"
+        assert c.tiles(problem) == 40 // cm * -(-3 // cn)
+        assert c.ctas(problem) == c.tiles(problem) * cm * cn
+        ptx = r8.KERNEL.codegen(problem, "sm_90a", c).ptx
+        assert _empty_barrier_count(ptx) == (cm + cn - 1) * 2 * 4, c.name
+        gemm = _kernels(ptx)["kernel"]
+        # A's load joins B's among the multicast loads.
+        assert gemm.count(_MULTICAST) > base.count(_MULTICAST), c.name
 
 
 @pytest.mark.parametrize("knobs", [(72, 1, "m"), (160, 2, "n"), (256, 1, "n")], ids=str)
@@ -1082,7 +1119,7 @@ def test_r8_menu_fits_shared_memory() -> None:
     # store only) in both rasters, 48 more: 911; then the deferred epilogue's twins of six
     # small unswapped tiles: 917; then the 4-CTA swapped clusters (8 widths, 72..128, the TMA
     # store only) in both rasters, 16 more: 933
-    assert len(r8.MENU) <= 952, "a curated menu, not a cartesian product"
+    assert len(r8.MENU) <= 976, "a curated menu, not a cartesian product"
 
 
 def test_r8_picks_64_row_wide_swaps_only_where_128_rows_leave_sms_idle() -> None:

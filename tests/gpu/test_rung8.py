@@ -254,10 +254,29 @@ def test_four_cta_swapped_clusters_are_correct(spec: KernelSpec, shard: str | No
     """Every swapped config in a cluster of four (CuTeDSL: the 128-row wide swaps of
     ``CLUSTER4_WIDTHS``, tune-only) on ``FOUR_CTA`` and the ragged suite. A backend without
     four-CTA clusters has nothing to check."""
-    names = [n for n in _menu(spec) if _values(n)["cluster"] == "4"]
+    names = [
+        n for n in _menu(spec) if _values(n)["cluster"] == "4" and "cluster_n" not in _values(n)
+    ]
     if not names:
         pytest.skip(f"not applicable: {spec.id} has no cluster of four")
     _check_forced(spec, names, ["ragged", *FOUR_CTA], shard)
+
+
+#: Shapes for the 2-D clusters: ``FOUR_CTA``'s, plus M in three column tiles of 80 (a 2x3
+#: cluster's columns exactly) and in five of 72 (the last cluster's columns past M: those CTAs
+#: hold no column of D and still issue their slices of B and, first in a row, A).
+CLUSTERS_2D = [*FOUR_CTA, "217x5120x4096", "333x2048x1024"]
+
+
+@pytest.mark.parametrize("spec", SPECS, ids=[s.id for s in SPECS])
+def test_2d_clusters_are_correct(spec: KernelSpec, shard: str | None) -> None:
+    """Every config in a 2-D cluster (CuTeDSL: ``cluster_n`` > 1, the weights multicast along
+    the columns as well; tune-only) on ``CLUSTERS_2D`` and the ragged suite. A backend without
+    2-D clusters has nothing to check."""
+    names = [n for n in _menu(spec) if _values(n).get("cluster_n", "1") != "1"]
+    if not names:
+        pytest.skip(f"not applicable: {spec.id} has no 2-D cluster")
+    _check_forced(spec, names, ["ragged", *CLUSTERS_2D], shard)
 
 
 #: M the long side or nearly, ragged M, N and K: a swapped tile with M in 5 to 33 column tiles

@@ -264,6 +264,26 @@ class R8Config(GemmConfig):
     #: CTA, as CUTLASS C++'s ``PipelineTmaAsync`` spreads them: a quarter of the remote
     #: arrivals; ``_release_twin``, tune-only).
     release: str = quiet_knob("warp")
+    #: CTAs along the kernel's columns (swapped: M's column tiles) sharing the A tile (swapped:
+    #: the weights) by TMA multicast, beside ``cluster`` CTAs along the rows sharing B: a
+    #: cluster x cluster_n grid of CTAs (``CLUSTERS_2D``; tune-only). 1 stays out of names.
+    cluster_n: int = quiet_knob(1)
+
+    @property
+    def label(self) -> str:
+        """``GemmConfig.label``, a 2-D cluster named rows x columns (``128x80 c2x3 swap``)."""
+        if self.cluster_n == 1:
+            return super().label
+        parts = [p for p in super().label.split() if not (p[0] == "c" and p[1:].isdigit())]
+        return " ".join([parts[0], f"c{self.cluster}x{self.cluster_n}", *parts[1:]])
+
+    def tiles(self, problem: Problem) -> int:
+        """Cluster tiles: ``tile_rows`` rows by ``cluster_n`` column tiles."""
+        rows, cols = self.oriented(problem)
+        return cdiv(rows, self.tile_rows) * cdiv(cols, self.tile_n * self.cluster_n)
+
+    def ctas(self, problem: Problem) -> int:
+        return self.tiles(problem) * self.cluster * self.cluster_n * self.split_k
 
 
 #: (tile_m, tile_n, cluster) of the stream-K configs: the unswapped tiles a tail wave is made
@@ -341,6 +361,13 @@ DEFERRED_TILES = (
 #: one-CTA picks of these widths at M 150-450 to four CTAs (README, "Thirty-fifth version"); on the
 #: H200 they stay tune-only.
 CLUSTER4_WIDTHS = tuple(tn for tn in SWAP_WIDE if tn <= 128)
+#: 2-D clusters (cluster, cluster_n) of the same 128-row swaps: the column tiles that read one
+#: block of weights share it by multicast as well. At 217x5120x4096 cuBLAS's 128x80 in 4x1
+#: clusters read 83 MB from L2 against the four-CTA pick's 145 MB (the same tile, the same
+#: 204 MB delivered to the SMs): weights at half, activations at a quarter, where the pick
+#: reads the weights once per column tile (``ncu``, README "Thirty-sixth version"). Two rows
+#: by three columns read the weights once and the activations at half: 81 MB. Tune-only.
+CLUSTERS_2D = ((2, 2), (2, 3), (4, 2))
 #: K splits of the wide swapped tiles per row count (cluster 1; ``_menu``). 256 rows are not
 #: split: split 2-4 ways they were correct and slower wherever the model ranked them (H200
 #: tune, backend README "Ninth version": 72x10240x8192 256x72 split 3 102.5 % of cuBLAS,
@@ -358,7 +385,8 @@ def _release_twin(c: R8Config) -> bool:
     stage's release reaches other CTAs. Their A/B against the per-warp release is the CuTeDSL
     README's "A/B AC": a four-CTA k-step took 675 cycles against cuBLAS's about 530 in the same
     clusters, with L2 reads well under the one-CTA tiles' rate ("Thirty-fifth version")."""
-    return c.cluster == 4 or c == R8Config(128, 256, 2, raster="m", group=8, epilogue="overlap")
+    pair = R8Config(128, 256, 2, raster="m", group=8, epilogue="overlap")
+    return (c.cluster == 4 and c.cluster_n == 1) or c == pair
 
 
 def _swap_epilogues(c: R8Config) -> list[R8Config]:
@@ -457,6 +485,13 @@ def _menu() -> tuple[R8Config, ...]:
     # Stage release once per consumer warpgroup (``_release_twin``): the four-CTA clusters and
     # rung 7's pair, where every release crosses to other CTAs.
     menu += [dataclasses.replace(c, release="warpgroup") for c in menu if _release_twin(c)]
+    # The four-CTA widths in 2-D clusters (``CLUSTERS_2D``), raster n as ``four_cta_swap``'s
+    # moves: the weights multicast along the columns too.
+    menu += [
+        R8Config(128, tn, cm, swap_ab=True, raster="n", epilogue="serial", cluster_n=cn)
+        for tn in CLUSTER4_WIDTHS
+        for cm, cn in CLUSTERS_2D
+    ]
     return tuple(dict.fromkeys(menu))  # rung 7's default appears twice
 
 
@@ -503,6 +538,18 @@ def _valid(problem: Problem, config: R8Config) -> str | None:
         config.wide_swap and config.tile_m == 128 and config.split_k == 1 and not config.stream_k
     ):
         return "cluster=4: unsplit wide swapped tiles of 128 rows only (no stream-K)"
+    if config.cluster_n != 1 and not (
+        (config.cluster, config.cluster_n) in CLUSTERS_2D
+        and config.wide_swap
+        and config.tile_m == 128
+        and config.split_k == 1
+        and not config.stream_k
+        and config.persistent
+    ):
+        return (
+            "cluster_n > 1: a 2-D cluster of CLUSTERS_2D over unsplit, persistent wide swapped "
+            "tiles of 128 rows only (no stream-K)"
+        )
     if config.stream_k and config.swap_ab and (config.tile_m, config.wide_swap) != (128, True):
         return "stream-K swapped: wide tiles of 128 rows only"
     if config.epilogue in ("overlap", "deferred") and (config.swap_ab or not tma_epi):
@@ -585,8 +632,8 @@ def _variant(problem: Problem, c: R8Config) -> bool:
     group (other than 8: the grouped walk pads nothing, so no tile needs another), a
     non-persistent grid, another epilogue than the kernel's default for the problem (overlap
     wherever D allows the TMA-store epilogue, stream-K included), a cluster of four (the
-    model has no constant for four CTAs, and their A/B was mixed: ``CLUSTER4_WIDTHS``) or the
-    per-warpgroup release (``_release_twin``)."""
+    model has no constant for four CTAs, and their A/B was mixed: ``CLUSTER4_WIDTHS``), the
+    per-warpgroup release (``_release_twin``) or a 2-D cluster (``CLUSTERS_2D``)."""
     want = _epilogue_for(problem, c)
     raster = heuristic_raster(problem, c)
     return (
@@ -596,6 +643,7 @@ def _variant(problem: Problem, c: R8Config) -> bool:
         or c.epilogue != want
         or c.cluster == 4
         or c.release != "warp"
+        or c.cluster_n != 1
     )
 
 
@@ -837,8 +885,9 @@ class Gemm:
             self.num_consumers = min(MAX_CONSUMERS, config.tile_m // 64)
             self.consumer_regs = CONSUMER_REGS
         self.num_threads = (1 + self.num_consumers) * THREADS_PER_WG
-        self.cluster_m = config.cluster
-        self.cluster_mn = (config.cluster, 1)
+        self.cluster_m, self.cluster_n = config.cluster, config.cluster_n
+        self.cluster_mn = (config.cluster, config.cluster_n)
+        self.cluster_size = config.cluster * config.cluster_n
         self.release_per_wg = config.release == "warpgroup"
         self.swap, self.split_k, self.stream_k = config.swap_ab, config.split_k, config.stream_k
         self.tma_store = tma_store  # D's rows are 16-byte aligned (N % 8 == 0)
@@ -884,13 +933,13 @@ class Gemm:
         # Clusters of four: only the clusters the GPU holds at once (``resident_clusters``),
         # else a scheduler's grid past that count leaves its last programs waiting for a whole
         # cluster to finish (fours are swapped, so never grouped nor stream-K: ``_valid``).
-        self.programs = resident_clusters(num_sms, config.cluster)
+        self.programs = resident_clusters(num_sms, self.cluster_size)
         # Non-persistent: as many clusters as there are work units (grid.z bound in _valid).
         self.max_active_clusters = self.programs if config.persistent else MAX_GRID_Z
         # A one-CTA config launches without a cluster, as Triton launches one: launched as a
         # 1x1x1 cluster, a long-K wave read up to 3x the DRAM bytes (README, thirteenth
         # version). Nothing in the kernel needs the cluster: its rank is 0, no multicast.
-        self.launch_cluster = [config.cluster, 1, 1] if config.cluster > 1 else None
+        self.launch_cluster = [*self.cluster_mn, 1] if self.cluster_size > 1 else None
         self.tile_rows = config.tile_rows
         self.sk_chunk = SK_REDUCE_THREADS * SK_REDUCE_VEC  # reduce: elements of a tile a block
         if self.stream_k:  # what _valid keeps: whole tiles leave by the TMA store
@@ -1030,12 +1079,22 @@ class Gemm:
 
         self.shared_storage = SharedStorage
 
-        # TMA loads: A plain, B multicast over the cluster (each CTA issues 1/cluster of it).
+        # TMA loads: B multicast along the cluster's rows (each CTA issues 1/cluster of it); A
+        # plain, or in a 2-D cluster multicast whole along its columns by the first CTA of
+        # each row (128 rows do not split three ways).
         # One stage's layout by ``stage_layout`` (a 168-row ring aborts ``cute.slice_``).
         a_smem, b_smem = stage_layout(sA_layout), stage_layout(sB_layout)
-        tma_a, gA_tma = cpasync.make_tiled_tma_atom(
-            cpasync.CopyBulkTensorTileG2SOp(), mA, a_smem, (self.tile_m, BLOCK_K)
-        )
+        if cutlass.const_expr(self.cluster_n > 1):
+            tma_a, gA_tma = cpasync.make_tiled_tma_atom(
+                cpasync.CopyBulkTensorTileG2SMulticastOp(),
+                mA,
+                a_smem,
+                (self.tile_m, BLOCK_K),
+            )
+        else:
+            tma_a, gA_tma = cpasync.make_tiled_tma_atom(
+                cpasync.CopyBulkTensorTileG2SOp(), mA, a_smem, (self.tile_m, BLOCK_K)
+            )
         if cutlass.const_expr(self.cluster_m > 1):
             tma_b, gB_tma = cpasync.make_tiled_tma_atom(
                 cpasync.CopyBulkTensorTileG2SMulticastOp(),
@@ -1112,20 +1171,33 @@ class Gemm:
                 )
 
     # -- device: the GEMM --------------------------------------------------------------------
+    @cute.jit
     def _load_k_tile(self, ab_pipe, prod, tma_ops, tile_m, tile_n, kt):
         """Producer step: k-tile ``kt`` of the A rows of tile_m and the B rows of tile_n into
-        the stage ``prod`` names, once it is free in every CTA of the cluster (B multicast:
-        each CTA issues its slice of the B tile to all of them)."""
-        tma_a, tAgA, tAsA, tma_b, tBgB, tBsB, b_mcast_mask = tma_ops
+        the stage ``prod`` names, once it is free in every CTA it writes to (multicast: each
+        CTA issues its slice of the B tile to its cluster column; in a 2-D cluster the row's
+        first CTA issues the whole A tile to its row)."""
+        tma_a, tAgA, tAsA, tma_b, tBgB, tBsB, a_mcast_mask, b_mcast_mask, a_issuer = tma_ops
         ab_pipe.producer_acquire(prod)
         bar = ab_pipe.producer_get_barrier(prod)
-        cute.copy(
-            tma_a,
-            tAgA[(None, tile_m, kt)],
-            tAsA[(None, prod.index)],
-            tma_bar_ptr=bar,
-            cache_policy=cutlass.Int64(TMA_CACHE_HINT),
-        )
+        if cutlass.const_expr(self.cluster_n > 1):
+            if a_issuer:
+                cute.copy(
+                    tma_a,
+                    tAgA[(None, tile_m, kt)],
+                    tAsA[(None, prod.index)],
+                    tma_bar_ptr=bar,
+                    cache_policy=cutlass.Int64(TMA_CACHE_HINT),
+                    mcast_mask=a_mcast_mask,
+                )
+        else:
+            cute.copy(
+                tma_a,
+                tAgA[(None, tile_m, kt)],
+                tAsA[(None, prod.index)],
+                tma_bar_ptr=bar,
+                cache_policy=cutlass.Int64(TMA_CACHE_HINT),
+            )
         if cutlass.const_expr(self.cluster_m > 1):
             cute.copy(
                 tma_b,
@@ -1230,8 +1302,10 @@ class Gemm:
         cta_layout = cute.make_layout((*self.cluster_mn, 1))
         cta_rank = cute.arch.make_warp_uniform(cute.arch.block_idx_in_cluster())
         cluster_coord = cta_layout.get_flat_coord(cta_rank)
-        # B goes to every CTA that shares this CTA's N coordinate (the whole cluster).
+        # B goes to every CTA that shares this CTA's N coordinate (its cluster column), A to
+        # every CTA that shares its M coordinate (its cluster row; itself alone if 1-D).
         b_mcast_mask = cute.make_layout_image_mask(cta_layout, cluster_coord, mode=0)
+        a_mcast_mask = cute.make_layout_image_mask(cta_layout, cluster_coord, mode=1)
 
         # -- shared memory ---------------------------------------------------------------------
         smem = SmemAllocator()
@@ -1251,7 +1325,10 @@ class Gemm:
         # four warps; the GPU tests check the twins).
         warps = THREADS_PER_WG // 32  # per warpgroup
         signalling = 1 if cutlass.const_expr(self.release_per_wg) else warps
-        consumer_arrivals = self.cluster_m * self.num_consumers * signalling
+        # Each CTA's stage is written by the CTAs of its cluster row and column (multicast):
+        # cluster + cluster_n - 1 of them, each told by every signalling warp.
+        writers = self.cluster_m + self.cluster_n - 1
+        consumer_arrivals = writers * self.num_consumers * signalling
         signal_tidx = tidx
         if cutlass.const_expr(self.release_per_wg):
             not_first = (warp_idx % warps + warps - 1) // warps  # 0 for the first warp, else 1
@@ -1275,6 +1352,7 @@ class Gemm:
         gA = cute.local_tile(mA, tile_mk, (None, None))  # (bM, bK, RestM, RestK)
         gB = cute.local_tile(mB, tile_nk, (None, None))  # (bN, bK, RestN, RestK)
         gD = cute.local_tile(mD, (self.tile_m, self.tile_n), (None, None))
+        # A whole (a 2-D cluster's row gets it from its first CTA: ``_load_k_tile``).
         tAsA, tAgA = cpasync.tma_partition(
             tma_a, 0, cute.make_layout(1), cute.group_modes(sA, 0, 2), cute.group_modes(gA, 0, 2)
         )
@@ -1313,7 +1391,18 @@ class Gemm:
         if wg_idx == 0:
             cute.arch.setmaxregister_decrease(PRODUCER_REGS)
             if warp_idx == 0:
-                tma_ops = (tma_a, tAgA, tAsA, tma_b, tBgB, tBsB, b_mcast_mask)
+                a_issuer = cluster_coord[1] == 0
+                tma_ops = (
+                    tma_a,
+                    tAgA,
+                    tAsA,
+                    tma_b,
+                    tBgB,
+                    tBsB,
+                    a_mcast_mask,
+                    b_mcast_mask,
+                    a_issuer,
+                )
                 if cutlass.const_expr(self.walk):
                     prod = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, stages)
                     unit = program
