@@ -59,6 +59,9 @@ knobs every DSL's rung 8 shares, plus ``persistent`` and ``epilogue``):
   CuTeDSL's ``PipelineTmaAsync`` does) / warpgroup (only each consumer warpgroup's first
   warp, as CUTLASS C++ does: a quarter of the arrivals; twins of the four-CTA clusters and
   rung 7's pair, ``_release_twin``; tune-only). A quiet knob: "warp" stays out of names.
+* ``cluster_n``: 1, or CTAs along the columns (swapped: M's column tiles) sharing the A tile
+  (the weights) by TMA multicast, a ``cluster`` x ``cluster_n`` grid of CTAs
+  (``CLUSTERS_2D``, the four-CTA widths; tune-only). A quiet knob: 1 stays out of names.
 
 Stages are derived, not a knob: as many as fit next to the epilogue buffers, at most 8 (12 for
 the swapped tiles, which stream B from DRAM).
@@ -97,9 +100,10 @@ Barriers (as rung 7; one pair per stage, counts are arrivals per phase):
     ab_full[s]    producer lane (arrive.expect_tx of the    consumers    A + whole B tile of
                   stage's bytes) + TMA bytes of all CTAs                 stage s landed
     ab_empty[s]   one elected lane of each consumer warp    producer     stage s free in every
-                  of every CTA of the cluster                            CTA of the cluster
-                  (cluster x consumers x 4; release=warpgroup: the first warp of each
-                  consumer warpgroup only, cluster x consumers)
+                  of every CTA in this CTA's cluster row                 CTA it writes to
+                  and column ((cluster + cluster_n - 1) x
+                  consumers x 4; release=warpgroup: the first warp of each consumer
+                  warpgroup only, x consumers instead)
 
 Stream-K (``harness.tile_cost.StreamK``, the schedule every DSL's rung 8 implements): the
 grid is always P = SMs / cluster programs (clusters). The output's ``tiles`` cluster tiles
@@ -366,8 +370,10 @@ CLUSTER4_WIDTHS = tuple(tn for tn in SWAP_WIDE if tn <= 128)
 #: clusters read 83 MB from L2 against the four-CTA pick's 145 MB (the same tile, the same
 #: 204 MB delivered to the SMs): weights at half, activations at a quarter, where the pick
 #: reads the weights once per column tile (``ncu``, README "Thirty-sixth version"). Two rows
-#: by three columns read the weights once and the activations at half: 81 MB. Tune-only.
-CLUSTERS_2D = ((2, 2), (2, 3), (4, 2))
+#: by three columns read the weights once and the activations at half: 81 MB, but an H100
+#: holds 17 clusters of six at once, not the 20 such a shape needs (A/B AD); one row by three
+#: columns reads the weights once in clusters of three. Tune-only.
+CLUSTERS_2D = ((1, 3), (2, 2), (2, 3), (4, 2))
 #: K splits of the wide swapped tiles per row count (cluster 1; ``_menu``). 256 rows are not
 #: split: split 2-4 ways they were correct and slower wherever the model ranked them (H200
 #: tune, backend README "Ninth version": 72x10240x8192 256x72 split 3 102.5 % of cuBLAS,
