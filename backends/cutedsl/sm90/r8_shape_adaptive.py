@@ -287,6 +287,7 @@ class R8Config(GemmConfig):
         return cdiv(rows, self.tile_rows) * cdiv(cols, self.tile_n * self.cluster_n)
 
     def ctas(self, problem: Problem) -> int:
+        """CTAs the work would occupy at once if unbounded (``GemmConfig.ctas``, 2-D)."""
         return self.tiles(problem) * self.cluster * self.cluster_n * self.split_k
 
 
