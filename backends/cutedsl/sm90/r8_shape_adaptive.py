@@ -874,6 +874,22 @@ def store_split_partial(
 
 
 # -- the kernel ------------------------------------------------------------------------------
+
+
+def _tma_load(atom, gmem, smem, tile, kt, stage, bar, mcast_mask=None) -> None:
+    """One operand's k-tile ``kt`` of row tile ``tile`` by TMA into ring stage ``stage``,
+    completing on ``bar``; multicast to the CTAs ``mcast_mask`` names, if given."""
+    multicast = {} if mcast_mask is None else {"mcast_mask": mcast_mask}
+    cute.copy(
+        atom,
+        gmem[(None, tile, kt)],
+        smem[(None, stage)],
+        tma_bar_ptr=bar,
+        cache_policy=cutlass.Int64(TMA_CACHE_HINT),
+        **multicast,
+    )
+
+
 class Gemm:
     """D[M, N] = A[M, K] @ B[N, K].T for one ``R8Config``: persistent (or not) warp-specialized
     wgmma, optional B multicast, swap-AB, split-K or stream-K (+ its reduce kernel)."""
@@ -1189,39 +1205,11 @@ class Gemm:
         bar = ab_pipe.producer_get_barrier(prod)
         if cutlass.const_expr(self.cluster_n > 1):
             if a_issuer:
-                cute.copy(
-                    tma_a,
-                    tAgA[(None, tile_m, kt)],
-                    tAsA[(None, prod.index)],
-                    tma_bar_ptr=bar,
-                    cache_policy=cutlass.Int64(TMA_CACHE_HINT),
-                    mcast_mask=a_mcast_mask,
-                )
+                _tma_load(tma_a, tAgA, tAsA, tile_m, kt, prod.index, bar, a_mcast_mask)
         else:
-            cute.copy(
-                tma_a,
-                tAgA[(None, tile_m, kt)],
-                tAsA[(None, prod.index)],
-                tma_bar_ptr=bar,
-                cache_policy=cutlass.Int64(TMA_CACHE_HINT),
-            )
-        if cutlass.const_expr(self.cluster_m > 1):
-            cute.copy(
-                tma_b,
-                tBgB[(None, tile_n, kt)],
-                tBsB[(None, prod.index)],
-                tma_bar_ptr=bar,
-                cache_policy=cutlass.Int64(TMA_CACHE_HINT),
-                mcast_mask=b_mcast_mask,
-            )
-        else:
-            cute.copy(
-                tma_b,
-                tBgB[(None, tile_n, kt)],
-                tBsB[(None, prod.index)],
-                tma_bar_ptr=bar,
-                cache_policy=cutlass.Int64(TMA_CACHE_HINT),
-            )
+            _tma_load(tma_a, tAgA, tAsA, tile_m, kt, prod.index, bar)
+        b_mask = b_mcast_mask if self.cluster_m > 1 else None
+        _tma_load(tma_b, tBgB, tBsB, tile_n, kt, prod.index, bar, b_mask)
 
     @cute.jit
     def _work_unit(
