@@ -876,6 +876,16 @@ def store_split_partial(
 # -- the kernel ------------------------------------------------------------------------------
 
 
+def _tma_load_atom(gmem, smem, rows: int, multicast: bool, slices: int = 1):
+    """The TMA load atom (and its tensor) of a ``rows`` x BLOCK_K box of ``gmem`` into one
+    ``smem`` stage: plain, or multicast, each of ``slices`` CTAs issuing its share of the box."""
+    if multicast:
+        op = cpasync.CopyBulkTensorTileG2SMulticastOp()
+        return cpasync.make_tiled_tma_atom(op, gmem, smem, (rows, BLOCK_K), num_multicast=slices)
+    op = cpasync.CopyBulkTensorTileG2SOp()
+    return cpasync.make_tiled_tma_atom(op, gmem, smem, (rows, BLOCK_K))
+
+
 def _tma_load(atom, gmem, smem, tile, kt, stage, bar, mcast_mask=None) -> None:
     """One operand's k-tile ``kt`` of row tile ``tile`` by TMA into ring stage ``stage``,
     completing on ``bar``; multicast to the CTAs ``mcast_mask`` names, if given."""
@@ -1107,29 +1117,8 @@ class Gemm:
         # each row (128 rows do not split three ways).
         # One stage's layout by ``stage_layout`` (a 168-row ring aborts ``cute.slice_``).
         a_smem, b_smem = stage_layout(sA_layout), stage_layout(sB_layout)
-        if cutlass.const_expr(self.cluster_n > 1):
-            tma_a, gA_tma = cpasync.make_tiled_tma_atom(
-                cpasync.CopyBulkTensorTileG2SMulticastOp(),
-                mA,
-                a_smem,
-                (self.tile_m, BLOCK_K),
-            )
-        else:
-            tma_a, gA_tma = cpasync.make_tiled_tma_atom(
-                cpasync.CopyBulkTensorTileG2SOp(), mA, a_smem, (self.tile_m, BLOCK_K)
-            )
-        if cutlass.const_expr(self.cluster_m > 1):
-            tma_b, gB_tma = cpasync.make_tiled_tma_atom(
-                cpasync.CopyBulkTensorTileG2SMulticastOp(),
-                mB,
-                b_smem,
-                (self.tile_n, BLOCK_K),
-                num_multicast=self.cluster_m,
-            )
-        else:
-            tma_b, gB_tma = cpasync.make_tiled_tma_atom(
-                cpasync.CopyBulkTensorTileG2SOp(), mB, b_smem, (self.tile_n, BLOCK_K)
-            )
+        tma_a, gA_tma = _tma_load_atom(mA, a_smem, self.tile_m, self.cluster_n > 1)
+        tma_b, gB_tma = _tma_load_atom(mB, b_smem, self.tile_n, self.cluster_m > 1, self.cluster_m)
         tma_d, gD_out = tma_store_atom(mD, sD_layout, self.epi_tile, self.tma_epi)
 
         # Work units: output tiles x K splits (the scheduler's L mode carries the split).
