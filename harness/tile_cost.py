@@ -59,6 +59,7 @@ __all__ = [
     "one_wave_rows",
     "ranked",
     "split_cover",
+    "swap_clusters",
     "swap_cover",
     "swap_fits",
     "swap_raster",
@@ -937,6 +938,39 @@ def four_cta_swap(problem: Problem, chosen: C, gpu_name: str) -> tuple[C, str] |
     return four, (
         f"four CTAs on the {gpu_name} ({clusters} clusters of four, at most "
         f"{RESIDENT_CLUSTERS_OF_FOUR} resident: tile_cost.four_cta_swap)"
+    )
+
+
+#: Clusters of three CTAs a 132-SM H100 SXM holds at once (``cudaOccupancyMaxActiveClusters``,
+#: read on the H100 80GB HBM3 in stop 88): 39, not 132 // 3. At N = 5120 a one-row-by-three
+#: cluster grid has 40 cluster tiles, a second round, and ran 0.61-0.67x cuBLAS (A/B AF).
+RESIDENT_CLUSTERS_OF_THREE = 39
+
+
+def swap_clusters(problem: Problem, chosen: C, gpu_name: str) -> tuple[C, str] | None:
+    """A rung 8's ``on_gpu`` rule for its wide swaps: :func:`four_cta_swap`'s move, and where
+    that move's tile holds M in exactly three column tiles and the kernel has 2-D clusters (a
+    ``cluster_n`` knob), one row tile by those three columns instead (``cluster=1,
+    cluster_n=3``), provided its cluster tiles fit ``RESIDENT_CLUSTERS_OF_THREE``. The three
+    CTAs of a row share the weights' tile by multicast, so the weights cross L2 once per row
+    tile instead of once per column tile, the traffic that left the four-CTA pick at 1.8x
+    cuBLAS's L2 reads (``ncu`` at 217x5120x4096: 145.5 MB against 82.7). Decided by A/B AI
+    (one H100 80GB HBM3; ten fresh shapes, seed 139711, drawn before any timing, the rule
+    fixed before the data): 0.880x the four-CTA time, faster at nine of ten, 90.4 % -> 102.8 %
+    of cuBLAS (CuTeDSL README, "Thirty-seventh version")."""
+    moved = four_cta_swap(problem, chosen, gpu_name)
+    if moved is None:
+        return None
+    knobs = {f.name for f in dataclasses.fields(chosen)}
+    if "cluster_n" not in knobs or cdiv(problem.m, chosen.tile_n) != 3:
+        return moved
+    row = dataclasses.replace(chosen, cluster=1, cluster_n=3)
+    clusters = row.tiles(problem)
+    if clusters > RESIDENT_CLUSTERS_OF_THREE:
+        return moved
+    return row, (
+        f"one row tile by M's three column tiles on the {gpu_name} ({clusters} clusters of "
+        f"three, at most {RESIDENT_CLUSTERS_OF_THREE} resident: tile_cost.swap_clusters)"
     )
 
 

@@ -19,7 +19,7 @@ from expectations import require_dsl, require_tool
 from backends.cutedsl import kernels
 from harness.problems import expand, random_shapes
 from harness.protocol import Problem, Rung, cdiv
-from harness.tile_cost import HOPPER, swap_fits
+from harness.tile_cost import HOPPER, swap_clusters, swap_fits
 from harness.toolchain import find_ptxas, run_ptxas
 
 require_dsl("cutedsl", "cutlass", "CuTeDSL (nvidia-cutlass-dsl)")
@@ -927,7 +927,7 @@ def test_r8_four_cta_clusters_are_picked_on_an_h100_only() -> None:
     TMA store, both rasters), every one a variant the heuristic never picks, not even at the
     shapes where cuBLAS runs its 128x72 in 4x1 clusters; any other knob with four CTAs is
     refused with a reason. On an H100 the space's ``on_gpu`` rule
-    (``harness.tile_cost.four_cta_swap``) moves a raster-n one-CTA pick to four CTAs, naming
+    (``harness.tile_cost.swap_clusters``) moves a raster-n one-CTA pick to four CTAs, naming
     why; on an H200 the pick stays."""
     r8 = _r8()
     fours = [c for c in r8.MENU if c.cluster == 4 and c.cluster_n == 1]
@@ -958,6 +958,29 @@ def test_r8_four_cta_clusters_are_picked_on_an_h100_only() -> None:
     assert space.reason(kid, p, one, h100) is None
     # raster m (the weights past L2): one CTA on the H100 as well (A/B Z)
     assert space.select(kid, Problem(222, 8192, 3584), h100).cluster == 1
+
+
+def test_r8_one_by_three_clusters_take_an_h100s_three_column_moves_that_fit() -> None:
+    """On an H100 the space's ``on_gpu`` rule (``harness.tile_cost.swap_clusters``, A/B AI)
+    runs a four-CTA move whose tile holds M in exactly three column tiles as one row tile by
+    those three columns (1x3: the weights read once per row tile), where the 39 clusters of
+    three an H100 holds cover its cluster tiles (N <= 4992); at N = 5120 (40 cluster tiles, a
+    second round) and for two or four column tiles the four-CTA move stays; an H200 keeps the
+    one-CTA pick."""
+    r8 = _r8()
+    kid, h100, h200 = r8.KERNEL.spec.id, "NVIDIA H100 80GB HBM3", "NVIDIA H200"
+    space, p = r8.KERNEL.space, Problem(240, 4608, 4096)  # A/B AI's first shape
+    one = space.select(kid, p, h200)
+    assert (one.tile_m, one.tile_n, one.cluster, one.cluster_n, one.raster) == (128, 80, 1, 1, "n")
+    row = space.select(kid, p, h100)
+    assert row == dataclasses.replace(one, cluster_n=3) and row in r8.MENU
+    assert r8._valid(p, row) is None and (row.tiles(p), row.ctas(p)) == (36, 108)
+    assert "36 clusters of three" in space.reason(kid, p, row, h100)
+    assert space.select(kid, Problem(217, 5120, 4096), h100).cluster == 4  # 40 > 39
+    for shape in ((160, 4608, 4096), (320, 3584, 4096)):  # two and four column tiles of 80
+        moved = swap_clusters(Problem(*shape), one, h100)
+        assert moved is not None and moved[0] == dataclasses.replace(one, cluster=4), shape
+    assert swap_clusters(p, one, h200) is None
 
 
 def _empty_barrier_count(ptx: str) -> int:

@@ -647,6 +647,21 @@ def test_four_ctas_take_an_h100s_one_cta_raster_n_swaps_that_fit_the_resident_cl
     assert tile_cost.four_cta_swap(Problem(241, 5120, 4096), pick, h100) is None
 
 
+def test_swap_clusters_is_the_four_cta_move_for_a_kernel_without_2d_clusters() -> None:
+    """``swap_clusters`` (the ``on_gpu`` rule): where ``four_cta_swap`` keeps the pick, so does
+    it; a kernel whose config has no ``cluster_n`` knob gets the four-CTA move even at three
+    column tiles (the 1x3 move needs 2-D clusters: CuTeDSL's compile tests check it); there are
+    fewer clusters of three resident than 132 / 3."""
+    h100 = "NVIDIA H100 80GB HBM3"
+    pick = GemmConfig(128, 80, 1, swap_ab=True, raster="n")
+    three = Problem(240, 4608, 4096)  # 240 rows of M in 80-wide columns
+    assert tile_cost.swap_clusters(three, pick, h100) == tile_cost.four_cta_swap(three, pick, h100)
+    assert tile_cost.swap_clusters(three, pick, h100)[0].cluster == 4
+    assert tile_cost.swap_clusters(three, pick, "NVIDIA H200") is None
+    assert tile_cost.swap_clusters(three, dataclasses.replace(pick, raster="m"), h100) is None
+    assert tile_cost.RESIDENT_CLUSTERS_OF_THREE < HOPPER.num_sms // 3
+
+
 def test_an_untimed_tile_takes_its_neighbours_efficiency() -> None:
     model = HOPPER.with_params({"eff:128x128": 0.6, "eff:128x160": 0.8})
     assert model.tile_efficiency(128, 144) == pytest.approx(0.7)  # halfway

@@ -16,7 +16,7 @@ knobs every DSL's rung 8 shares, plus ``persistent`` and ``epilogue``):
 * ``cluster``: 1, or 2 CTAs along M sharing the B tile by TMA multicast (rung 7); 4 for the
   128-row wide swaps of ``CLUSTER4_WIDTHS`` (four row tiles of N sharing M's column tile, as
   cuBLAS's ``128x72 ... 4x1`` at M 190-230; the model does not price it: picked only on an
-  H100, by ``harness.tile_cost.four_cta_swap``, the space's ``on_gpu`` rule).
+  H100, by ``harness.tile_cost.swap_clusters``, the space's ``on_gpu`` rule).
 * ``swap_ab``: compute D^T[N, M] = B A^T. Small M then sits on the wgmma N side (n16 / n32 /
   n64, the narrowest that covers M) and N fills the M side (64 or 128 rows a CTA); at M
   1024-5120 a wide swap of 11 to 33 column tiles of M may fill whole waves where unswapped
@@ -61,7 +61,9 @@ knobs every DSL's rung 8 shares, plus ``persistent`` and ``epilogue``):
   rung 7's pair, ``_release_twin``; tune-only). A quiet knob: "warp" stays out of names.
 * ``cluster_n``: 1, or CTAs along the columns (swapped: M's column tiles) sharing the A tile
   (the weights) by TMA multicast, a ``cluster`` x ``cluster_n`` grid of CTAs
-  (``CLUSTERS_2D``, the four-CTA widths; tune-only). A quiet knob: 1 stays out of names.
+  (``CLUSTERS_2D``, the four-CTA widths). A quiet knob: 1 stays out of names. On an H100,
+  ``swap_clusters`` picks 1x3 where the four-CTA move's tile holds M in three column tiles
+  and 39 clusters of three hold its cluster tiles; the others are tune-only.
 
 Stages are derived, not a knob: as many as fit next to the epilogue buffers, at most 8 (12 for
 the swapped tiles, which stream B from DRAM).
@@ -211,12 +213,12 @@ from harness.tile_cost import (
     TileCostModel,
     cheapest,
     explain,
-    four_cta_swap,
     heuristic_allows,
     heuristic_raster,
     one_wave_rows,
     ranked,
     split_cover,
+    swap_clusters,
     whole_wave_swap,
     whole_wave_transpose,
 )
@@ -362,9 +364,9 @@ DEFERRED_TILES = (
 #: (README, "Tenth session"). Unsplit, no stream-K (an H200 holds 30 clusters of four at once,
 #: not 33, and stream-K's tail waits on every program), the TMA store, raster m or n. Correct
 #: on the H200 and the H100. The heuristic never ranks them (``_variant``: the model has no
-#: constant for four CTAs); on an H100 ``harness.tile_cost.four_cta_swap`` moves its raster-n
-#: one-CTA picks of these widths at M 150-450 to four CTAs (README, "Thirty-fifth version"); on the
-#: H200 they stay tune-only.
+#: constant for four CTAs); on an H100 ``harness.tile_cost.swap_clusters`` moves its raster-n
+#: one-CTA picks of these widths at M 150-450 to four CTAs (README, "Thirty-fifth version"), or
+#: to 1x3 (``CLUSTERS_2D``); on the H200 they stay tune-only.
 CLUSTER4_WIDTHS = tuple(tn for tn in SWAP_WIDE if tn <= 128)
 #: 2-D clusters (cluster, cluster_n) of the same 128-row swaps: the column tiles that read one
 #: block of weights share it by multicast as well. At 217x5120x4096 cuBLAS's 128x80 in 4x1
@@ -373,7 +375,9 @@ CLUSTER4_WIDTHS = tuple(tn for tn in SWAP_WIDE if tn <= 128)
 #: reads the weights once per column tile (``ncu``, README "Thirty-sixth version"). Two rows
 #: by three columns read the weights once and the activations at half: 81 MB, but an H100
 #: holds 17 clusters of six at once, not the 20 such a shape needs (A/B AD); one row by three
-#: columns reads the weights once in clusters of three. Tune-only.
+#: columns reads the weights once in clusters of three, of which an H100 holds 39: on an H100
+#: ``harness.tile_cost.swap_clusters`` picks 1x3 where its cluster tiles fit them (A/B AI,
+#: README "Thirty-seventh version"). The others are tune-only.
 CLUSTERS_2D = ((1, 3), (2, 2), (2, 3), (4, 2))
 #: K splits of the wide swapped tiles per row count (cluster 1; ``_menu``). 256 rows are not
 #: split: split 2-4 ways they were correct and slower wherever the model ranked them (H200
@@ -492,7 +496,7 @@ def _menu() -> tuple[R8Config, ...]:
     # Stage release once per consumer warpgroup (``_release_twin``): the four-CTA clusters and
     # rung 7's pair, where every release crosses to other CTAs.
     menu += [dataclasses.replace(c, release="warpgroup") for c in menu if _release_twin(c)]
-    # The four-CTA widths in 2-D clusters (``CLUSTERS_2D``), raster n as ``four_cta_swap``'s
+    # The four-CTA widths in 2-D clusters (``CLUSTERS_2D``), raster n as ``swap_clusters``'s
     # moves: the weights multicast along the columns too.
     menu += [
         R8Config(128, tn, cm, swap_ab=True, raster="n", epilogue="serial", cluster_n=cn)
@@ -1640,7 +1644,7 @@ KERNEL = CuteDslKernel(
         valid=_valid,
         rank=_ranked,
         explain=_explain,
-        on_gpu=four_cta_swap,
+        on_gpu=swap_clusters,
     ),
     workspace=workspace_elems,
 )
