@@ -11,7 +11,9 @@ differs from it and gives
   power (the GPUs run power-limited: a ratio is compared within one run only);
 
 then, per group (``by="forced"``: the forced config's label; ``"own"``: the own choice's, e.g.
-a register twin A/B judged per tile family), the geomean of forced / own, how many shapes the
+a register twin A/B judged per tile family; ``"change"``: the knobs the forced config sets
+otherwise than the own choice, the ``X`` of ``--config X`` whatever pick it overrode, which is
+what an A/B rule judges), the geomean of forced / own, how many shapes the
 forced config ran faster and the worst ratio, and the same over every pair. A record that
 failed its check is named and left out: an A/B never counts an incorrect config.
 """
@@ -30,8 +32,9 @@ from harness.summary import text_table
 
 __all__ = ["BY", "Pair", "format_ab", "pairs"]
 
-#: What a group of pairs shares: the forced config's label, or the own choice's.
-BY = ("forced", "own")
+#: What a group of pairs shares: the forced config's label, the own choice's, or the knobs the
+#: forced config changes.
+BY = ("forced", "own", "change")
 
 
 @dataclass(frozen=True)
@@ -49,6 +52,15 @@ class Pair:
         """The forced config's median time over the own choice's (below 1: faster)."""
         assert self.own.median_ms and self.forced.median_ms
         return self.forced.median_ms / self.own.median_ms
+
+    @property
+    def change(self) -> str:
+        """The knobs the forced config sets otherwise than the own choice, as ``k=v,...`` in
+        the forced config's order (what ``--config k=v,...`` overrode)."""
+        own = dict(self.own.config_values or {})
+        forced = dict(self.forced.config_values or {})
+        moved = [f"{k}={_value(v)}" for k, v in forced.items() if own.get(k) != v]
+        return ",".join(moved) or str(self.forced.config)
 
     def label(self, which: str) -> str:
         """The own choice's tile (its shared knobs), or the forced config's with every knob
@@ -117,13 +129,17 @@ def _per_ghz(rec: BenchRecord | None) -> str:
 
 def _groups(found: list[Pair], by: str) -> Iterator[tuple[str, list[Pair]]]:
     """(title, pairs) per kernel and forced config (its name: one config whatever the own
-    choice it ran beside), or per kernel and own choice's tile."""
+    choice it ran beside), per kernel and own choice's tile, or per kernel and the knobs the
+    forced config changes."""
     keys: dict[tuple[str, str], list[Pair]] = {}
     titles: dict[tuple[str, str], str] = {}
     for p in found:
         if by == "forced":
             key = (p.kernel, str(p.forced.config))
             titles[key] = config_label(p.forced.config_values) or key[1]
+        elif by == "change":
+            key = (p.kernel, p.change)
+            titles[key] = key[1]
         else:
             key = (p.kernel, p.label("own"))
             titles[key] = key[1]
@@ -166,6 +182,11 @@ def format_ab(found: list[Pair], by: str = "forced") -> str:
         blocks.append(_summary(name, group) + "\n" + text_table(header, rows, "llrlrrrr", "  "))
     blocks.append(_summary("all pairs", found))
     return "\n\n".join(blocks)
+
+
+def _value(v: object) -> object:
+    """A knob's value as a config name writes it (booleans as 0 / 1)."""
+    return int(v) if isinstance(v, bool) else v
 
 
 def _telemetry(rec: BenchRecord) -> str:

@@ -4,7 +4,7 @@
 
     python -m reports [RESULTS ...] [--out DIR] [--readme README.md] [--chain-problem KEY]
     python -m reports compare A B [--changed]
-    python -m reports ab RUN ... [--by forced|own]
+    python -m reports ab RUN ... [--by forced|own|change]
     python -m reports gpus RESULTS ... [--gpus A B] [--by band|config] [--kernel K ...] [--m LO-HI]
     python -m reports launched RESULTS ... [--kernel K ...]
     python -m reports promote RUN.json [--name NAME] [--supersedes OLD.json ...] [--why TEXT]
@@ -144,8 +144,9 @@ def _ab_parser() -> argparse.ArgumentParser:
         "--by",
         choices=BY,
         default="forced",
-        help="group the pairs by the forced config (default) or by the own choice (e.g. a "
-        "register twin judged per tile family)",
+        help="group the pairs by the forced config (default), by the own choice (e.g. a "
+        "register twin judged per tile family) or by the knobs the forced config changes (the "
+        "X of --config X across the picks it overrode: what an A/B rule judges)",
     )
     return p
 

@@ -92,6 +92,28 @@ def test_the_verdict_groups_pairs_and_sums_them_up() -> None:
     assert format_ab([]).startswith("no A/B pairs")
 
 
+def test_by_change_groups_one_override_across_the_picks_it_overrode() -> None:
+    """``by="change"``: the knobs a forced config sets otherwise than the own choice (what
+    ``--config X`` overrode), so one override over shapes whose picks differ in width is one
+    group, as an A/B rule judges it; booleans read as a config name writes them."""
+    narrow = {**OWN, "tile_n": 128}
+    doc = _run(
+        _r8(2456, 0.20, OWN, True),
+        _r8(2456, 0.18, {**OWN, "cluster": 1, "swap_ab": True}, False),
+        _r8(1463, 0.10, narrow, True),
+        _r8(1463, 0.11, {**narrow, "cluster": 1, "swap_ab": True}, False),
+        _r8(1463, 0.09, {**narrow, "tile_n": 192}, False),
+    )
+    found = pairs([doc])
+    assert sorted(p.change for p in found) == ["cluster=1,swap_ab=1"] * 2 + ["tile_n=192"]
+    text = format_ab(found, by="change")
+    assert "change cluster=1,swap_ab=1: 2 shape(s)" in text
+    assert f"time {(0.9 * 1.1) ** 0.5:.3f} (geomean), 1 faster" in text
+    assert "change tile_n=192: 1 shape(s)" in text
+    assert "forced 128x192" in format_ab(found)  # by the forced config: one group per config
+    assert "forced 128x256 swap: 1 shape(s)" in format_ab(found)
+
+
 def test_reports_ab_reads_runs_from_the_command_line(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
