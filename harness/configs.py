@@ -38,6 +38,7 @@ __all__ = [
     "check_request",
     "config_space",
     "current_gpu_name",
+    "format_knob",
     "gpu_slug",
     "parse_pairs",
     "quiet_knob",
@@ -49,7 +50,8 @@ TUNED_SCHEMA = "gemm-dsl-study/tuned"
 TUNED_SCHEMA_VERSION = 1
 
 
-def _format(value: Any) -> str:
+def format_knob(value: Any) -> str:
+    """A knob's value as a config name writes it (booleans as 1 / 0)."""
     if isinstance(value, bool):
         return "1" if value else "0"
     return str(value)
@@ -146,7 +148,7 @@ class KernelConfig:
     @property
     def name(self) -> str:
         return ",".join(
-            f"{f.name}={_format(getattr(self, f.name))}"
+            f"{f.name}={format_knob(getattr(self, f.name))}"
             for f in self._fields()
             if not (f.metadata.get(QUIET) and getattr(self, f.name) == f.default)
         )

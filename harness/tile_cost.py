@@ -941,9 +941,9 @@ def four_cta_swap(problem: Problem, chosen: C, gpu_name: str) -> tuple[C, str] |
     )
 
 
-#: Clusters of three CTAs a 132-SM H100 SXM holds at once (``cudaOccupancyMaxActiveClusters``,
-#: read on the H100 80GB HBM3 in stop 88): 39, not 132 // 3. At N = 5120 a one-row-by-three
-#: cluster grid has 40 cluster tiles, a second round, and ran 0.61-0.67x cuBLAS (A/B AF).
+#: Clusters of three CTAs a 132-SM H100 SXM holds at once (``cudaOccupancyMaxActiveClusters``
+#: on the H100 80GB HBM3): 39, not 132 // 3. More clusters of work than this run a second round
+#: (N = 5120's 40: CuTeDSL README, "Thirty-seventh version").
 RESIDENT_CLUSTERS_OF_THREE = 39
 
 

@@ -24,6 +24,7 @@ import statistics
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
+from harness.configs import format_knob
 from harness.fitcost import config_label
 from harness.gemm import Problem
 from harness.records import BenchRecord
@@ -59,7 +60,7 @@ class Pair:
         the forced config's order (what ``--config k=v,...`` overrode)."""
         own = dict(self.own.config_values or {})
         forced = dict(self.forced.config_values or {})
-        moved = [f"{k}={_value(v)}" for k, v in forced.items() if own.get(k) != v]
+        moved = [f"{k}={format_knob(v)}" for k, v in forced.items() if own.get(k) != v]
         return ",".join(moved) or str(self.forced.config)
 
     def label(self, which: str) -> str:
@@ -182,11 +183,6 @@ def format_ab(found: list[Pair], by: str = "forced") -> str:
         blocks.append(_summary(name, group) + "\n" + text_table(header, rows, "llrlrrrr", "  "))
     blocks.append(_summary("all pairs", found))
     return "\n\n".join(blocks)
-
-
-def _value(v: object) -> object:
-    """A knob's value as a config name writes it (booleans as 0 / 1)."""
-    return int(v) if isinstance(v, bool) else v
 
 
 def _telemetry(rec: BenchRecord) -> str:
