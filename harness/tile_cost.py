@@ -961,8 +961,7 @@ def swap_clusters(problem: Problem, chosen: C, gpu_name: str) -> tuple[C, str] |
     moved = four_cta_swap(problem, chosen, gpu_name)
     if moved is None:
         return None
-    knobs = {f.name for f in dataclasses.fields(chosen)}
-    if "cluster_n" not in knobs or cdiv(problem.m, chosen.tile_n) != 3:
+    if not hasattr(chosen, "cluster_n") or cdiv(problem.m, chosen.tile_n) != 3:
         return moved
     row = dataclasses.replace(chosen, cluster=1, cluster_n=3)
     clusters = row.tiles(problem)
