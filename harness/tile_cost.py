@@ -59,7 +59,6 @@ __all__ = [
     "one_wave_rows",
     "ranked",
     "split_cover",
-    "stream_k_transpose",
     "swap_clusters",
     "swap_cover",
     "swap_fits",
@@ -971,41 +970,6 @@ def swap_clusters(problem: Problem, chosen: C, gpu_name: str) -> tuple[C, str] |
     return row, (
         f"one row tile by M's three column tiles on the {gpu_name} ({clusters} clusters of "
         f"three, at most {RESIDENT_CLUSTERS_OF_THREE} resident: tile_cost.swap_clusters)"
-    )
-
-
-#: GPU models (a part of the name) where :func:`stream_k_transpose` holds: the one its A/B ran on.
-STREAM_K_TRANSPOSE_GPUS = ("H100 80GB HBM3",)
-
-
-def stream_k_transpose(
-    problem: Problem,
-    chosen: C,
-    gpu_name: str,
-    candidates: Iterable[C],
-    seconds: Callable[[C], float],
-    num_sms: int = HOPPER.num_sms,
-) -> tuple[C, str] | None:
-    """On an H100, :func:`whole_wave_transpose` for an unswapped stream-K pick: judged by its
-    data-parallel twin (the same tile without stream-K, whose part-empty last wave is what
-    stream-K spreads), the swapped tile that fills whole waves replaces it, so no tile pays
-    stream-K's partial-tile fixup and M's padding shrinks too; None elsewhere. cuBLAS runs M on
-    the wgmma N side at most of these shapes on the H100 (``nvjet_sm90_hsh_128x208_64x5_2x1``
-    at 4759x3584x3584). Decided by A/B AK (one H100 80GB HBM3; ten fresh shapes drawn as
-    held-out suites draw, seed 600516, the rule fixed before the data: CuTeDSL README,
-    "Thirty-eighth version")."""
-    if not any(g in gpu_name for g in STREAM_K_TRANSPOSE_GPUS):
-        return None
-    if chosen.swap_ab or chosen.split_k > 1 or not chosen.stream_k:
-        return None
-    twin = dataclasses.replace(chosen, stream_k=False)
-    moved = whole_wave_transpose(problem, twin, candidates, seconds, num_sms)
-    if moved is None:
-        return None
-    return moved, (
-        f"a swapped tile filling whole waves in place of stream-K on the {gpu_name} (the "
-        f"data-parallel twin wastes {wasted_share(twin, problem, num_sms):.0%} of its waves, "
-        f"this tile {wasted_share(moved, problem, num_sms):.0%}: tile_cost.stream_k_transpose)"
     )
 
 

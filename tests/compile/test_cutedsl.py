@@ -983,30 +983,6 @@ def test_r8_one_by_three_clusters_take_an_h100s_three_column_moves_that_fit() ->
     assert swap_clusters(p, one, h200) is None
 
 
-def test_r8_an_h100_runs_a_whole_wave_transpose_in_place_of_stream_k() -> None:
-    """On an H100 the space's ``on_gpu`` rule (``_on_gpu``: ``harness.tile_cost.
-    stream_k_transpose``, A/B AK) replaces an unswapped stream-K pick at M 1024-5120 with the
-    swapped tile of ``_transposes`` that fills whole waves (one CTA, raster m, serial
-    epilogue, a menu config); the H200 keeps stream-K, and rung 7's 4096^3 and 8192^3 stay on
-    the H100."""
-    r8 = _r8()
-    kid, h100, h200 = r8.KERNEL.spec.id, "NVIDIA H100 80GB HBM3", "NVIDIA H200"
-    space = r8.KERNEL.space
-    for shape, width in (((2256, 3072, 8192), 208), ((4759, 3584, 3584), 208)):
-        p = Problem(*shape)
-        kept = space.select(kid, p, h200)
-        assert kept.stream_k and not kept.swap_ab and kept == r8._heuristic(p), shape
-        moved = space.select(kid, p, h100)
-        assert moved in r8.MENU and r8._valid(p, moved) is None, shape
-        assert (moved.tile_m, moved.tile_n, moved.cluster) == (128, width, 1), shape
-        assert moved.swap_ab and not moved.stream_k and moved.raster == "m", shape
-        assert moved.epilogue == "serial" and moved in r8._transposes(p), shape
-        assert "in place of stream-K" in space.reason(kid, p, moved, h100), shape
-    for shape in ((4096, 4096, 4096), (8192, 8192, 8192)):
-        p = Problem(*shape)
-        assert space.select(kid, p, h100) == r8._heuristic(p), shape
-
-
 def _empty_barrier_count(ptx: str) -> int:
     """The arrival count the GEMM kernel's ab_empty barriers are initialised with (the second
     half of its mbarrier inits)."""

@@ -662,37 +662,6 @@ def test_swap_clusters_is_the_four_cta_move_for_a_kernel_without_2d_clusters() -
     assert tile_cost.RESIDENT_CLUSTERS_OF_THREE < HOPPER.num_sms // 3
 
 
-def test_an_h100s_stream_k_pick_gives_way_to_a_whole_wave_transpose() -> None:
-    """``stream_k_transpose``: on an H100 an unswapped stream-K pick at M 1024-5120 is judged
-    as ``whole_wave_transpose`` judges its data-parallel twin (2256x3072x8192's 128x192 pair:
-    144 cluster tiles, 2.18 waves of 66, 29 % wasted) and gives way to the swapped tile that
-    fills whole waves; an H200, a data-parallel, swapped or split pick, or M out of the band
-    keeps the pick."""
-    h100, h200 = "NVIDIA H100 80GB HBM3", "NVIDIA H200"
-    cands = _transpose_candidates(range(72, 257, 8))
-    p = Problem(2256, 3072, 8192)
-    pick = GemmConfig(128, 192, 2, stream_k=True)
-    twin = dataclasses.replace(pick, stream_k=False)
-    moved = tile_cost.stream_k_transpose(p, pick, h100, cands, lambda c: 1.0)
-    assert moved is not None
-    assert moved[0] == tile_cost.whole_wave_transpose(p, twin, cands, lambda c: 1.0)
-    assert moved[0].swap_ab and not moved[0].stream_k and moved[0].cluster == 1
-    assert "29%" in moved[1] and h100 in moved[1]
-    assert tile_cost.stream_k_transpose(p, pick, h200, cands, lambda c: 1.0) is None
-    for other in (
-        twin,  # data-parallel: whole_wave_transpose's own case, in every GPU's heuristic
-        GemmConfig(128, 200, 1, swap_ab=True, stream_k=True),
-        dataclasses.replace(pick, split_k=2),
-    ):
-        assert tile_cost.stream_k_transpose(p, other, h100, cands, lambda c: 1.0) is None
-    for m in (1000, 5200):
-        q = Problem(m, 3072, 8192)
-        assert tile_cost.stream_k_transpose(q, pick, h100, cands, lambda c: 1.0) is None, m
-    # rung 7's 128x256 pair at 4096^3, were it stream-K: its twin wastes 3 %, no transpose
-    square, pair = Problem(4096, 4096, 4096), GemmConfig(128, 256, 2, stream_k=True)
-    assert tile_cost.stream_k_transpose(square, pair, h100, cands, lambda c: 1.0) is None
-
-
 def test_an_untimed_tile_takes_its_neighbours_efficiency() -> None:
     model = HOPPER.with_params({"eff:128x128": 0.6, "eff:128x160": 0.8})
     assert model.tile_efficiency(128, 144) == pytest.approx(0.7)  # halfway

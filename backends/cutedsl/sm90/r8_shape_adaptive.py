@@ -218,7 +218,6 @@ from harness.tile_cost import (
     one_wave_rows,
     ranked,
     split_cover,
-    stream_k_transpose,
     swap_clusters,
     whole_wave_swap,
     whole_wave_transpose,
@@ -826,16 +825,6 @@ def _allowed(problem: Problem, c: R8Config) -> bool:
         and _one_warpgroup_swap_pays(problem, c)
         and one_wave_rows(problem, c, 192, ROWS_192_PICKED, min_fill=ROWS_192_FILL)
     )
-
-
-def _on_gpu(problem: Problem, c: R8Config, gpu_name: str) -> tuple[R8Config, str] | None:
-    """The space's ``on_gpu`` rule: on an H100, a swapped tile of ``_transposes`` filling
-    whole waves in place of an unswapped stream-K pick at M 1024-5120
-    (``harness.tile_cost.stream_k_transpose``, A/B AK), else ``swap_clusters``'s clusters for
-    a wide swap (A/Bs AA, AI)."""
-    seconds = functools.partial(COST.seconds, problem, block_k=BLOCK_K)
-    moved = stream_k_transpose(problem, c, gpu_name, _transposes(problem), seconds)
-    return moved or swap_clusters(problem, c, gpu_name)
 
 
 def _explain(problem: Problem, c: R8Config) -> str:
@@ -1655,7 +1644,7 @@ KERNEL = CuteDslKernel(
         valid=_valid,
         rank=_ranked,
         explain=_explain,
-        on_gpu=_on_gpu,
+        on_gpu=swap_clusters,
     ),
     workspace=workspace_elems,
 )
