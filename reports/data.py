@@ -54,6 +54,7 @@ __all__ = [
     "ChainRow",
     "ConfigClass",
     "Dataset",
+    "FamilyStat",
     "ReportError",
     "SweepPanel",
     "SweepRow",
@@ -63,7 +64,9 @@ __all__ = [
     "chain_problem",
     "chain_rungs",
     "chain_table",
+    "config_family",
     "drawn_suites",
+    "family_stats",
     "has_chain",
     "held_out_suites",
     "home_suite",
@@ -754,6 +757,65 @@ def _weighted(suite: str, pts: list[tuple[float, Problem]]) -> float | None:
         return None
     w = held_out_weighted((p, v / 100) for v, p in pts)
     return None if w is None else 100 * w
+
+
+def config_family(values: Mapping[str, Any] | None) -> str | None:
+    """A rung-8 config's family in the shared vocabulary (``harness.tile_cost.GemmConfig``):
+    unswapped, a narrow swapped cover or a wide swap; its cluster size where more than one CTA
+    (with a backend's ``cluster_n``, CTAs along the other side, counted in); split-K or
+    stream-K. None for a record without a config of that vocabulary."""
+    c = model_config(values, priced=lambda _knobs: True)
+    if c is None:
+        return None
+    family = "unswapped"
+    if c.swap_ab:
+        family = "narrow swapped cover" if c.tile_n <= max(NARROW) else "wide swap"
+    ctas = c.cluster * int((values or {}).get("cluster_n", 1))
+    if ctas > 1:
+        family += f", clusters of {ctas}"
+    if c.split_k > 1:
+        family += ", split-K"
+    elif c.stream_k:
+        family += ", stream-K"
+    return family
+
+
+@dataclass(frozen=True)
+class FamilyStat:
+    """Rung 8 over one panel's shapes of one :func:`config_family`: how many, their geomean %
+    of cuBLAS, how many below :data:`BAR_FLOOR_PCT`, and ``points``, the family's part of the
+    panel's geomean shortfall (100 x its shapes' summed log ratio over the panel's shape
+    count: the parts add up to 100 x ln(geomean), about the geomean's distance from 100 %)."""
+
+    family: str
+    shapes: int
+    geomean: float
+    below: int
+    points: float
+
+
+def family_stats(panel: SweepPanel) -> list[FamilyStat]:
+    """Rung 8's timed shapes of ``panel`` by :func:`config_family`, the family that costs the
+    geomean most first: where a selection or a kernel loses, by the kind of config it runs."""
+    rung = SWEEP_RUNGS[1]
+    logs: dict[str, list[float]] = {}
+    for row in panel.rows:
+        record, pct = row.records.get(rung), row.pct.get(rung)
+        family = config_family(record.config_values) if record is not None else None
+        if pct is not None and pct > 0 and family is not None:
+            logs.setdefault(family, []).append(math.log(pct / 100))
+    total = sum(len(xs) for xs in logs.values())
+    stats = [
+        FamilyStat(
+            family,
+            len(xs),
+            100 * math.exp(sum(xs) / len(xs)),
+            sum(x < math.log(BAR_FLOOR_PCT / 100) for x in xs),
+            100 * sum(xs) / total,
+        )
+        for family, xs in logs.items()
+    ]
+    return sorted(stats, key=lambda st: (st.points, st.family))
 
 
 #: :func:`same_config_classes`' classes, in table order.

@@ -28,6 +28,7 @@ from reports.data import (
     Dataset,
     backend_order,
     chain_table,
+    family_stats,
     has_chain,
     hold_text,
     problem_order,
@@ -476,6 +477,16 @@ def _panel_stats(panel: Any) -> list[str]:
             f"timer {' + '.join(st.timers) or '?'})"
         )
     r7, r8 = SWEEP_RUNGS
+    families = family_stats(panel) if r8 in panel.stats else []
+    if families:
+        md.append(
+            f"- r{r8} by config family, the largest part of its shortfall first: "
+            + "; ".join(
+                f"{st.family} {st.geomean:.1f} % ({st.shapes} shape{'s' * (st.shapes != 1)}, "
+                f"{st.below} below {BAR_FLOOR_PCT:.0f} %, {st.points:+.2f} points)"
+                for st in families
+            )
+        )
     both = [r for r in panel.rows if r.pct.get(r7) is not None and r.pct.get(r8) is not None]
     if both:
         below = [r for r in both if r.pct[r8] < r.pct[r7]]

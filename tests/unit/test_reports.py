@@ -36,6 +36,8 @@ from reports.cli import main
 from reports.data import (
     build_dataset,
     chain_table,
+    config_family,
+    family_stats,
     held_out_suites,
     hold_text,
     load_dataset,
@@ -735,6 +737,47 @@ def test_two_dsls_rung_8_splits_by_same_config_or_not(tmp_path: Path) -> None:
     md = "\n".join(sweep_lines(ds))
     assert "**Same config, two DSLs.**" in md
     assert f"| `{suite}` | fp16 | gamma / delta | different configs | 1 | 2.000 |" in md
+
+
+def test_rung_8_by_config_family_puts_the_largest_shortfall_first(tmp_path: Path) -> None:
+    """A panel's rung 8 by the family of config each shape ran (shared knobs: unswapped, narrow
+    cover, wide swap; cluster size, a backend's ``cluster_n`` counted in; split-K or stream-K):
+    shapes, geomean, how many below 90 %, and each family's part of the geomean's shortfall,
+    the parts summing to 100 x ln(geomean); the family that costs most comes first."""
+    pair = dict(tile_m=128, tile_n=256, cluster=2, swap_ab=False, split_k=1, stream_k=False)
+    cover = dict(tile_m=64, tile_n=16, cluster=1, swap_ab=True, split_k=1, stream_k=False)
+    row = dict(tile_m=128, tile_n=80, cluster=1, swap_ab=True, split_k=1, cluster_n=3)
+    assert config_family(pair) == "unswapped, clusters of 2"
+    assert config_family(dict(pair, stream_k=True)) == "unswapped, clusters of 2, stream-K"
+    assert config_family(dict(cover, split_k=2)) == "narrow swapped cover, split-K"
+    assert config_family(row) == "wide swap, clusters of 3"
+    assert config_family({"tile": 8192}) is None and config_family(None) is None
+    suite = "random:9:4"
+    shapes = [Problem(m, n, k) for m, n, k in suite_shapes(suite)]
+    plan = [(pair, 0.125), (pair, 0.1), (cover, 0.095), (dict(pair, stream_k=True), 0.1)]
+    w = ResultsWriter(tmp_path / "fam.json", "bench", {"gpu": "x", "run": {"suites": [suite]}})
+    for p, (values, ms) in zip(shapes, plan, strict=True):
+        w.add(bench_record("cublas", 0, p, 0.1))
+        w.add(bench_record("gamma", 8, p, ms, config="c", config_values=values, selected=True))
+    w.finish()
+    (panel,) = [p for p in sweep_panels(load_dataset([tmp_path / "fam.json"])) if p.suite == suite]
+    stats = family_stats(panel)
+    assert [st.family for st in stats] == [
+        "unswapped, clusters of 2",  # 80 % and 100 %: the loss
+        "unswapped, clusters of 2, stream-K",  # 100 %: nothing
+        "narrow swapped cover",  # 105.3 %: a gain
+    ]
+    first = stats[0]
+    assert (first.shapes, first.below) == (2, 1)
+    assert first.geomean == pytest.approx(100 * math.sqrt(0.8))
+    assert first.points == pytest.approx(100 * math.log(0.8) / 4)
+    geomean = (0.8 * 1.0 * (0.1 / 0.095) * 1.0) ** 0.25
+    assert sum(st.points for st in stats) == pytest.approx(100 * math.log(geomean))
+    md = "\n".join(sweep_lines(load_dataset([tmp_path / "fam.json"])))
+    assert (
+        "- r8 by config family, the largest part of its shortfall first: unswapped, clusters "
+        "of 2 89.4 % (2 shapes, 1 below 90 %, -5.58 points); " in md
+    )
 
 
 def test_a_figure_without_data_is_neither_written_nor_linked(tmp_path: Path) -> None:
