@@ -42,7 +42,7 @@ from harness.problems import canonical_suite, held_out, suite_shapes
 from harness.protocol import Rung
 from harness.records import BenchRecord, CodegenRecord, Status
 from harness.results import Document, ResultsError, load_many, result_files
-from harness.tile_cost import NARROW
+from harness.tile_cost import NARROW, GemmConfig
 
 __all__ = [
     "BACKEND_ORDER",
@@ -759,6 +759,13 @@ def _weighted(suite: str, pts: list[tuple[float, Problem]]) -> float | None:
     return None if w is None else 100 * w
 
 
+def _swap_kind(c: GemmConfig) -> str:
+    """Unswapped, a narrow swapped cover (M within ``NARROW``) or a wide swap."""
+    if not c.swap_ab:
+        return "unswapped"
+    return "narrow swapped cover" if c.tile_n <= max(NARROW) else "wide swap"
+
+
 def config_family(values: Mapping[str, Any] | None) -> str | None:
     """A rung-8 config's family in the shared vocabulary (``harness.tile_cost.GemmConfig``):
     unswapped, a narrow swapped cover or a wide swap; its cluster size where more than one CTA
@@ -767,9 +774,7 @@ def config_family(values: Mapping[str, Any] | None) -> str | None:
     c = model_config(values, priced=lambda _knobs: True)
     if c is None:
         return None
-    family = "unswapped"
-    if c.swap_ab:
-        family = "narrow swapped cover" if c.tile_n <= max(NARROW) else "wide swap"
+    family = _swap_kind(c)
     ctas = c.cluster * int((values or {}).get("cluster_n", 1))
     if ctas > 1:
         family += f", clusters of {ctas}"
@@ -846,9 +851,7 @@ def _config_class(a: BenchRecord, b: BenchRecord) -> str:
     ca, cb = model_config(a.config_values), model_config(b.config_values)
     if ca is None or ca != cb:
         return CONFIG_CLASSES[3]
-    if not ca.swap_ab:
-        return CONFIG_CLASSES[0]
-    return CONFIG_CLASSES[1] if ca.tile_n <= max(NARROW) else CONFIG_CLASSES[2]
+    return f"same config, {_swap_kind(ca)}"
 
 
 def same_config_classes(panels: Iterable[SweepPanel]) -> list[ConfigClass]:

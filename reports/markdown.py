@@ -480,7 +480,7 @@ def _panel_stats(panel: Any) -> list[str]:
     families = family_stats(panel) if r8 in panel.stats else []
     if families:
         md.append(
-            f"- r{r8} by config family, the largest part of its shortfall first: "
+            f"- r{r8} by config family, the costliest first: "
             + "; ".join(
                 f"{st.family} {st.geomean:.1f} % ({st.shapes} shape{'s' * (st.shapes != 1)}, "
                 f"{st.below} below {BAR_FLOOR_PCT:.0f} %, {st.points:+.2f} points)"

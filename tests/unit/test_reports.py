@@ -775,8 +775,8 @@ def test_rung_8_by_config_family_puts_the_largest_shortfall_first(tmp_path: Path
     assert sum(st.points for st in stats) == pytest.approx(100 * math.log(geomean))
     md = "\n".join(sweep_lines(load_dataset([tmp_path / "fam.json"])))
     assert (
-        "- r8 by config family, the largest part of its shortfall first: unswapped, clusters "
-        "of 2 89.4 % (2 shapes, 1 below 90 %, -5.58 points); " in md
+        "- r8 by config family, the costliest first: unswapped, clusters of 2 89.4 % "
+        "(2 shapes, 1 below 90 %, -5.58 points); " in md
     )
 
 
