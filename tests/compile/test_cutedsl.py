@@ -257,6 +257,15 @@ R8_PATHS = {
         (_DIRECT,),
         1,
     ),
+    # ... and 208 wide in four, raster n (tune-only: ``CLUSTER4_WIDE``, cuBLAS's 128x2xx 4x1
+    # and 4x2 on the H100 at M 400-1300): 52 of M's columns a CTA, two of them holding none
+    "swap_wide_cluster4_208": (
+        Problem(410, 6144, 4096, "fp16"),
+        "tile_m=128,tile_n=208,cluster=4,swap_ab=1,split_k=1,epilogue=serial,raster=n,group=8",
+        ("wgmma.mma_async.sync.aligned.m64n208k16", _TMA_LOAD, _MULTICAST, _TMA_STORE, _ST_T4),
+        (_DIRECT,),
+        1,
+    ),
     # ... its direct-store twin (the swapped tiles' epilogue before the eleventh version)
     "swap_wide_direct": (
         Problem(338, 8192, 8192, "fp16"),
@@ -923,8 +932,9 @@ def test_r8_swapped_stream_k_validity() -> None:
 
 
 def test_r8_four_cta_clusters_are_picked_on_an_h100_only() -> None:
-    """Clusters of four run the 128-row wide swaps of ``CLUSTER4_WIDTHS`` only (unsplit, the
-    TMA store, both rasters), every one a variant the heuristic never picks, not even at the
+    """Clusters of four run the 128-row wide swaps of ``CLUSTER4_WIDTHS`` (both rasters) and
+    ``CLUSTER4_WIDE`` (raster n) only (unsplit, the TMA store), every one a variant the
+    heuristic never picks, not even at the
     shapes where cuBLAS runs its 128x72 in 4x1 clusters; any other knob with four CTAs is
     refused with a reason. On an H100 the space's ``on_gpu`` rule
     (``harness.tile_cost.swap_clusters``) moves a raster-n one-CTA pick to four CTAs, naming
@@ -933,8 +943,9 @@ def test_r8_four_cta_clusters_are_picked_on_an_h100_only() -> None:
     fours = [c for c in r8.MENU if c.cluster == 4 and c.cluster_n == 1]
     assert {(c.tile_n, c.raster) for c in fours} == {
         (w, r) for w in r8.CLUSTER4_WIDTHS for r in "mn"
-    }
+    } | {(w, "n") for w in r8.CLUSTER4_WIDE}
     assert r8.CLUSTER4_WIDTHS[0] == 72 and r8.CLUSTER4_WIDTHS[-1] == 128
+    assert r8.CLUSTER4_WIDE[0] == 136 and r8.CLUSTER4_WIDE[-1] == 256
     shapes = [(212, 5120, 5120), (224, 5120, 4096), (193, 4608, 3584), (196, 4608, 4096)]
     for c in fours:
         knobs = (c.tile_m, c.swap_ab, c.split_k, c.stream_k, c.epilogue)
@@ -1143,8 +1154,10 @@ def test_r8_menu_fits_shared_memory() -> None:
     # more: 863; then the 192-row wide swaps (12 widths, 72..160, x cluster 1 or 2, the TMA
     # store only) in both rasters, 48 more: 911; then the deferred epilogue's twins of six
     # small unswapped tiles: 917; then the 4-CTA swapped clusters (8 widths, 72..128, the TMA
-    # store only) in both rasters, 16 more: 933
-    assert len(r8.MENU) <= 984, "a curated menu, not a cartesian product"
+    # store only) in both rasters, 16 more: 933; then their per-warpgroup release twins and
+    # the pair's, 17: 950; then the 2-D clusters of those 8 widths (1x3, 2x2, 2x3, 4x2): 982;
+    # then the wider 4-CTA swaps (16 widths, 136..256, raster n only), 16 more: 998
+    assert len(r8.MENU) <= 1000, "a curated menu, not a cartesian product"
 
 
 def test_r8_picks_64_row_wide_swaps_only_where_128_rows_leave_sms_idle() -> None:

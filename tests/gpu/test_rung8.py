@@ -252,8 +252,8 @@ FOUR_CTA = ["196x4608x4096", "212x2112x1000", "77x3000x512", "300x1000x2056", "2
 @pytest.mark.parametrize("spec", SPECS, ids=[s.id for s in SPECS])
 def test_four_cta_swapped_clusters_are_correct(spec: KernelSpec, shard: str | None) -> None:
     """Every swapped config in a cluster of four (CuTeDSL: the 128-row wide swaps of
-    ``CLUSTER4_WIDTHS``, tune-only) on ``FOUR_CTA`` and the ragged suite. A backend without
-    four-CTA clusters has nothing to check."""
+    ``CLUSTER4_WIDTHS`` and ``CLUSTER4_WIDE``) on ``FOUR_CTA`` and the ragged suite. A backend
+    without four-CTA clusters has nothing to check."""
     names = [
         n for n in _menu(spec) if _values(n)["cluster"] == "4" and "cluster_n" not in _values(n)
     ]

@@ -368,6 +368,14 @@ DEFERRED_TILES = (
 #: one-CTA picks of these widths at M 150-450 to four CTAs (README, "Thirty-fifth version"), or
 #: to 1x3 (``CLUSTERS_2D``); on the H200 they stay tune-only.
 CLUSTER4_WIDTHS = tuple(tn for tn in SWAP_WIDE if tn <= 128)
+#: The wider four-CTA swaps, 136..256, raster n only (the weights in L2, where four CTAs won
+#: A/Bs Z and AA; raster m lost): where cuBLAS runs wide swapped tiles in 4x1 or 4x2 clusters
+#: on the H100 at M 400-1300 (``nvjet_sm90_hsh_128x136_64x6_4x1`` at 401x4608x4096,
+#: ``128x176_64x5_4x1`` at 513x5120x14336, ``128x216_64x4_4x2`` at 1268x5120x5120) and the
+#: one-CTA picks of these widths held out at 80.1-90.2 % (410x6144x4096 128x208,
+#: 866x5120x5120 128x152, 275x6144x4096 128x144). Tune-only: A/B AL (README, "Four CTAs at
+#: widths 136-256") decides whether ``four_cta_swap`` takes them.
+CLUSTER4_WIDE = tuple(tn for tn in SWAP_WIDE if tn > 128)
 #: 2-D clusters (cluster, cluster_n) of the same 128-row swaps: the column tiles that read one
 #: block of weights share it by multicast as well. At 217x5120x4096 cuBLAS's 128x80 in 4x1
 #: clusters read 83 MB from L2 against the four-CTA pick's 145 MB (the same tile, the same
@@ -392,12 +400,13 @@ RELEASES = ("warp", "warpgroup")
 
 def _release_twin(c: R8Config) -> bool:
     """The configs the menu also holds with ``release="warpgroup"``: the four-CTA swapped
-    clusters and rung 7's 128x256 pair (raster m, group 8, overlap), the two families where a
+    clusters of ``CLUSTER4_WIDTHS`` and rung 7's 128x256 pair (raster m, group 8, overlap), the
+    two families where a
     stage's release reaches other CTAs. Their A/B against the per-warp release is the CuTeDSL
     README's "A/B AC": a four-CTA k-step took 675 cycles against cuBLAS's about 530 in the same
     clusters, with L2 reads well under the one-CTA tiles' rate ("Thirty-fifth version")."""
     pair = R8Config(128, 256, 2, raster="m", group=8, epilogue="overlap")
-    return (c.cluster == 4 and c.cluster_n == 1) or c == pair
+    return (c.cluster == 4 and c.cluster_n == 1 and c.tile_n in CLUSTER4_WIDTHS) or c == pair
 
 
 def _swap_epilogues(c: R8Config) -> list[R8Config]:
@@ -474,6 +483,9 @@ def _menu() -> tuple[R8Config, ...]:
     # issues a quarter of the narrow tile, so a k-step brings 128 + W / 4 rows through L2, not
     # 128 + W. Tune-only (``_variant``).
     menu += [R8Config(128, tn, 4, swap_ab=True, epilogue="serial") for tn in CLUSTER4_WIDTHS]
+    menu += [
+        R8Config(128, tn, 4, swap_ab=True, raster="n", epilogue="serial") for tn in CLUSTER4_WIDE
+    ]
     # Stream-K over wide swapped tiles of 128 rows: a mid-size M whose row tiles (N / 128)
     # leave the last wave part-empty (155x36864x7168 as 128x160: 288 tiles, 2.18 waves) runs
     # the tail's k-iterations on every SM instead (README, "Nineteenth version").
