@@ -257,8 +257,8 @@ R8_PATHS = {
         (_DIRECT,),
         1,
     ),
-    # ... and 208 wide in four, raster n (tune-only: ``CLUSTER4_WIDE``, cuBLAS's 128x2xx 4x1
-    # and 4x2 on the H100 at M 400-1300): 52 of M's columns a CTA, two of them holding none
+    # ... and 208 wide in four, raster n (tune-only: ``CLUSTER4_WIDE``, as cuBLAS's wide 4x1
+    # and 4x2 clusters on the H100 at M 400-1300): each CTA issues 52 of the tile's 208 rows
     "swap_wide_cluster4_208": (
         Problem(410, 6144, 4096, "fp16"),
         "tile_m=128,tile_n=208,cluster=4,swap_ab=1,split_k=1,epilogue=serial,raster=n,group=8",
@@ -934,11 +934,10 @@ def test_r8_swapped_stream_k_validity() -> None:
 def test_r8_four_cta_clusters_are_picked_on_an_h100_only() -> None:
     """Clusters of four run the 128-row wide swaps of ``CLUSTER4_WIDTHS`` (both rasters) and
     ``CLUSTER4_WIDE`` (raster n) only (unsplit, the TMA store), every one a variant the
-    heuristic never picks, not even at the
-    shapes where cuBLAS runs its 128x72 in 4x1 clusters; any other knob with four CTAs is
-    refused with a reason. On an H100 the space's ``on_gpu`` rule
-    (``harness.tile_cost.swap_clusters``) moves a raster-n one-CTA pick to four CTAs, naming
-    why; on an H200 the pick stays."""
+    heuristic never picks, not even at the shapes where cuBLAS runs its 128x72 in 4x1
+    clusters; any other knob with four CTAs is refused with a reason. On an H100 the space's
+    ``on_gpu`` rule (``harness.tile_cost.swap_clusters``) moves a raster-n one-CTA pick to four
+    CTAs, naming why; on an H200 the pick stays."""
     r8 = _r8()
     fours = [c for c in r8.MENU if c.cluster == 4 and c.cluster_n == 1]
     assert {(c.tile_n, c.raster) for c in fours} == {

@@ -401,10 +401,10 @@ RELEASES = ("warp", "warpgroup")
 def _release_twin(c: R8Config) -> bool:
     """The configs the menu also holds with ``release="warpgroup"``: the four-CTA swapped
     clusters of ``CLUSTER4_WIDTHS`` and rung 7's 128x256 pair (raster m, group 8, overlap), the
-    two families where a
-    stage's release reaches other CTAs. Their A/B against the per-warp release is the CuTeDSL
-    README's "A/B AC": a four-CTA k-step took 675 cycles against cuBLAS's about 530 in the same
-    clusters, with L2 reads well under the one-CTA tiles' rate ("Thirty-fifth version")."""
+    two families where a stage's release reaches other CTAs. Their A/B against the per-warp
+    release is the CuTeDSL README's "A/B AC": a four-CTA k-step took 675 cycles against
+    cuBLAS's about 530 in the same clusters, with L2 reads well under the one-CTA tiles' rate
+    ("Thirty-fifth version")."""
     pair = R8Config(128, 256, 2, raster="m", group=8, epilogue="overlap")
     return (c.cluster == 4 and c.cluster_n == 1 and c.tile_n in CLUSTER4_WIDTHS) or c == pair
 
