@@ -902,21 +902,14 @@ RESIDENT_CLUSTERS_OF_FOUR = 30
 #: the A/B that decided it drew its shapes from.
 FOUR_CTA_GPUS = ("H100 80GB HBM3",)
 FOUR_CTA_M = (150, 450)
-#: The widest tile :func:`four_cta_swap` moves at ``FOUR_CTA_M`` (A/B AA's widths, 72..128),
-#: and the M band of the wider ones up to ``FOUR_CTA_WIDE_MAX`` (A/B AL's, 136..256).
+#: The widest tile :func:`four_cta_swap` moves (the four-CTA menus' widths: 72..128).
 FOUR_CTA_MAX_WIDTH = 128
-FOUR_CTA_WIDE_M = (150, 1024)
-FOUR_CTA_WIDE_MAX = 256
-#: The widest tile :func:`swap_clusters` runs as one row by three columns: the 2-D clusters'
-#: widths (A/B AI timed 72-120).
-ROW_OF_THREE_MAX_WIDTH = 128
 
 
 def four_cta_swap(problem: Problem, chosen: C, gpu_name: str) -> tuple[C, str] | None:
     """On an H100, the same tile in clusters of four CTAs for a heuristic's one-CTA wide swap
-    of 128 rows, raster n (B, the weights, stays in L2: :func:`swap_raster`), unsplit, at M
-    in ``FOUR_CTA_M`` up to ``FOUR_CTA_MAX_WIDTH`` wide or in ``FOUR_CTA_WIDE_M`` up to
-    ``FOUR_CTA_WIDE_MAX``, whose clusters of four fit
+    of 128 rows, raster n (B, the weights, stays in L2: :func:`swap_raster`), at most
+    ``FOUR_CTA_MAX_WIDTH`` wide, unsplit, at M in ``FOUR_CTA_M``, whose clusters of four fit
     the GPU at once (``RESIDENT_CLUSTERS_OF_FOUR``); None elsewhere. The four CTAs stack along
     N and share the narrow tile (M's column) by multicast, so each k-step moves 128 + W / 4
     rows through L2 instead of 128 + W, as cuBLAS's ``nvjet_sm90_hsh_128xW_64xS_4x1`` runs
@@ -924,9 +917,7 @@ def four_cta_swap(problem: Problem, chosen: C, gpu_name: str) -> tuple[C, str] |
     suites draw, seed 189292, before any timing; the rule fixed before the data): 0.914x the
     one-CTA time, faster at all ten, after A/B Y (0.952x, 9 of 10) and Z (faster at 11 of the
     12 raster-n picks of both, slower at all 6 raster-m ones). On the H200 four CTAs gained
-    0-8 % and lost at long K: no rule there (CuTeDSL README, "Thirty-fifth version"). Widened
-    to 136..256 and M up to 1024 by A/B AL (ten fresh shapes, seed 148511, the rule fixed
-    before the data: CuTeDSL README, "Four CTAs at widths 136-256")."""
+    0-8 % and lost at long K: no rule there (CuTeDSL README, "Thirty-fifth version")."""
     if not any(g in gpu_name for g in FOUR_CTA_GPUS):
         return None
     one_cta_swap = (
@@ -936,10 +927,9 @@ def four_cta_swap(problem: Problem, chosen: C, gpu_name: str) -> tuple[C, str] |
         and chosen.split_k == 1
         and not chosen.stream_k
         and chosen.raster == "n"
-        and chosen.tile_n <= FOUR_CTA_WIDE_MAX
+        and chosen.tile_n <= FOUR_CTA_MAX_WIDTH
     )
-    lo, hi = FOUR_CTA_M if chosen.tile_n <= FOUR_CTA_MAX_WIDTH else FOUR_CTA_WIDE_M
-    if not one_cta_swap or not lo <= problem.m <= hi:
+    if not one_cta_swap or not FOUR_CTA_M[0] <= problem.m <= FOUR_CTA_M[1]:
         return None
     four = dataclasses.replace(chosen, cluster=4)
     clusters = four.tiles(problem)
@@ -971,11 +961,7 @@ def swap_clusters(problem: Problem, chosen: C, gpu_name: str) -> tuple[C, str] |
     moved = four_cta_swap(problem, chosen, gpu_name)
     if moved is None:
         return None
-    if (
-        not hasattr(chosen, "cluster_n")
-        or chosen.tile_n > ROW_OF_THREE_MAX_WIDTH
-        or cdiv(problem.m, chosen.tile_n) != 3
-    ):
+    if not hasattr(chosen, "cluster_n") or cdiv(problem.m, chosen.tile_n) != 3:
         return moved
     row = dataclasses.replace(chosen, cluster=1, cluster_n=3)
     clusters = row.tiles(problem)

@@ -632,7 +632,7 @@ def test_four_ctas_take_an_h100s_one_cta_raster_n_swaps_that_fit_the_resident_cl
         dataclasses.replace(pick, split_k=2),
         dataclasses.replace(pick, stream_k=True),
         dataclasses.replace(pick, tile_m=64),
-        dataclasses.replace(pick, tile_n=264),  # past the widest (A/B AL: 256)
+        dataclasses.replace(pick, tile_n=136),
         GemmConfig(128, 256, 1),
         GemmConfig(128, 32, 1, swap_ab=True, raster="n"),  # a narrow cover
     ]
@@ -645,16 +645,6 @@ def test_four_ctas_take_an_h100s_one_cta_raster_n_swaps_that_fit_the_resident_cl
     # 240 rows of M in 80-wide columns: 10 x 3 clusters; 241 needs a fourth column: 40
     assert tile_cost.four_cta_swap(Problem(240, 5120, 4096), pick, h100) is not None
     assert tile_cost.four_cta_swap(Problem(241, 5120, 4096), pick, h100) is None
-    # wider than 128 (A/B AL): M up to 1024, where the narrow ones stop at 450
-    wide = dataclasses.replace(pick, tile_n=208)
-    lo, hi = tile_cost.FOUR_CTA_WIDE_M
-    assert tile_cost.FOUR_CTA_M[1] < hi and tile_cost.FOUR_CTA_WIDE_MAX == 256
-    moved = tile_cost.four_cta_swap(Problem(410, 6144, 4096), wide, h100)  # 12 x 2 clusters
-    assert moved is not None and moved[0] == dataclasses.replace(wide, cluster=4)
-    assert tile_cost.four_cta_swap(Problem(410, 6144, 4096), wide, h200) is None
-    assert tile_cost.four_cta_swap(Problem(hi + 1, 2048, 4096), wide, h100) is None
-    narrow = Problem(460, 3584, 4096)  # 120 wide: 7 x 4 = 28 clusters, but past 450
-    assert tile_cost.four_cta_swap(narrow, dataclasses.replace(pick, tile_n=120), h100) is None
 
 
 def test_swap_clusters_is_the_four_cta_move_for_a_kernel_without_2d_clusters() -> None:
@@ -670,15 +660,6 @@ def test_swap_clusters_is_the_four_cta_move_for_a_kernel_without_2d_clusters() -
     assert tile_cost.swap_clusters(three, pick, "NVIDIA H200") is None
     assert tile_cost.swap_clusters(three, dataclasses.replace(pick, raster="m"), h100) is None
     assert tile_cost.RESIDENT_CLUSTERS_OF_THREE < HOPPER.num_sms // 3
-
-    # three column tiles wider than the 2-D clusters' widths: four CTAs, not 1x3
-    @dataclasses.dataclass(frozen=True)
-    class TwoD(GemmConfig):  # a kernel with 2-D clusters
-        cluster_n: int = 1
-
-    wide = TwoD(128, 144, 1, swap_ab=True, raster="n")
-    moved = tile_cost.swap_clusters(Problem(420, 4608, 4096), wide, h100)
-    assert moved is not None and moved[0].cluster == 4
 
 
 def test_an_untimed_tile_takes_its_neighbours_efficiency() -> None:
