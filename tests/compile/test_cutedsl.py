@@ -306,6 +306,15 @@ R8_PATHS = {
         (_DIRECT,),
         1,
     ),
+    # ... 160 wide by the TMA store alone (tune-only: ``ROWS_256_TMA_WIDTHS``), cuBLAS's tile at
+    # this shape on the H100: 160 fp32 accumulators a thread, unspilled
+    "swap_wide_256_160": (
+        Problem(1087, 9216, 3072, "fp16"),
+        "tile_m=256,tile_n=160,cluster=2,swap_ab=1,split_k=1,epilogue=serial,group=8",
+        ("wgmma.mma_async.sync.aligned.m64n160k16", _TMA_LOAD, _MULTICAST, _TMA_STORE, _ST_T4),
+        (_DIRECT,),
+        1,
+    ),
     # 192 rows of N a CTA: three consumer warpgroups of 64 rows (152 registers each), M = 410
     # in four columns of 104 (cuBLAS's tile at this shape), in pairs
     "swap_wide_192_cluster2": (
@@ -1136,6 +1145,11 @@ def test_r8_menu_fits_shared_memory() -> None:
         for epilogue, want in zip(("serial", "direct"), stages, strict=True):
             swap = r8.R8Config(*tile, 1, swap_ab=True, epilogue=epilogue)
             assert r8.Gemm(HOPPER.num_sms, True, swap).num_stages == want, (tile, epilogue)
+    # 256x152 (8-column buffers, 51 KiB a stage) and 256x160 (32-column ones, 52 KiB) keep
+    # four stages, as cuBLAS's 256x152_64x4 and 256x160_64x4
+    for width in r8.ROWS_256_TMA_WIDTHS:
+        swap = r8.R8Config(256, width, 2, swap_ab=True, epilogue="serial")
+        assert r8.Gemm(HOPPER.num_sms, True, swap).num_stages == 4, swap.name
     # 192 rows: three warpgroups of 64 rows, sub-tiles of 192 rows (one m64 block each); 192x104
     # (37 KiB a stage, 24 KiB of 8-column buffers) five deep, as cuBLAS's 192x104_64x5; 192x160
     # (44 KiB, two 32-column buffers) four.
@@ -1155,8 +1169,10 @@ def test_r8_menu_fits_shared_memory() -> None:
     # small unswapped tiles: 917; then the 4-CTA swapped clusters (8 widths, 72..128, the TMA
     # store only) in both rasters, 16 more: 933; then their per-warpgroup release twins and
     # the pair's, 17: 950; then the 2-D clusters of those 8 widths (1x3, 2x2, 2x3, 4x2): 982;
-    # then the wider 4-CTA swaps (16 widths, 136..256, raster n only), 16 more: 998
-    assert len(r8.MENU) <= 1000, "a curated menu, not a cartesian product"
+    # then the wider 4-CTA swaps (16 widths, 136..256, raster n only), 16 more: 998; then the
+    # 256-row swaps 152 and 160 wide (cluster 1 or 2, the TMA store only) in both rasters,
+    # 8 more: 1006
+    assert len(r8.MENU) <= 1010, "a curated menu, not a cartesian product"
 
 
 def test_r8_picks_64_row_wide_swaps_only_where_128_rows_leave_sms_idle() -> None:

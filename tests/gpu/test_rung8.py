@@ -408,6 +408,24 @@ def test_wide_swaps_of_256_rows_are_correct(spec: KernelSpec, shard: str | None)
     _check_forced(spec, names, ["ragged", *MID_M], shard)
 
 
+@pytest.mark.parametrize("spec", SPECS, ids=[s.id for s in SPECS])
+def test_wide_swaps_of_256_rows_past_144_are_correct(spec: KernelSpec, shard: str | None) -> None:
+    """Every 256-row swapped config wider than 144 (CuTeDSL: 152 and 160, the TMA store only,
+    tune-only: 8- and 32-column epilogue sub-tiles, 152 and 160 accumulators a thread) on
+    ragged and mid-M shapes and cuBLAS's 256x160 shape on the H100. A backend without them
+    has nothing to check here."""
+    names = [
+        n
+        for n in _menu(spec)
+        if _values(n)["swap_ab"] == "1"
+        and _values(n)["tile_m"] == "256"
+        and int(_values(n)["tile_n"]) > 144
+    ]
+    if not names:
+        pytest.skip(f"not applicable: {spec.id} has no 256-row swap wider than 144")
+    _check_forced(spec, names, ["ragged", *MID_M, "1087x9216x3072"], shard)
+
+
 #: Widths of the 192-row wide swaps checked: the narrowest, cuBLAS's 104 at 410x6144x4096 (an
 #: 8-column epilogue sub-tile; not a Gluon width), the widest (``SWAP_WIDE_192``, 160: 32-column
 #: sub-tiles in CuTeDSL, two boxes of 128 + 32 in Gluon).

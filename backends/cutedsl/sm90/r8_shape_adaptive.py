@@ -10,9 +10,10 @@ knobs every DSL's rung 8 shares, plus ``persistent`` and ``epilogue``):
   warpgroup), 128 (two, as rung 7), 192 (three of 64 rows at 152 registers a thread; wide
   swaps of 72 to 160 columns only, picked 104 or 112 wide where their tiles fill one wave, or
   in place of stream-K or of a part-empty wave of unswapped tiles where they fill whole
-  waves) or 256 (two of 128 rows each; wide swaps up to 144 columns only); ``tile_n`` 16 to
-  256 (the wgmma N; 16 and 32 only swapped; 160 for N = 10240, which 128-wide tiles quantize
-  badly; 192, a step between 128 and 256 for tile counts that fill the last wave better).
+  waves) or 256 (two of 128 rows each; wide swaps up to 144 columns, and 152 and 160 by the
+  TMA store only, tune-only); ``tile_n`` 16 to 256 (the wgmma N; 16 and 32 only swapped; 160
+  for N = 10240, which 128-wide tiles quantize badly; 192, a step between 128 and 256 for
+  tile counts that fill the last wave better).
 * ``cluster``: 1, or 2 CTAs along M sharing the B tile by TMA multicast (rung 7); 4 for the
   128-row wide swaps of ``CLUSTER4_WIDTHS`` (four row tiles of N sharing M's column tile, as
   cuBLAS's ``128x72 ... 4x1`` at M 190-230; the model does not price it: picked only on an
@@ -89,8 +90,9 @@ at some widths, e.g. 128x72 8 instead of 9):
     128x16/32/64  18/20/24 KiB  8/16/16    12/10/8             12/11/9   (swap_ab: tile_n covers M)
     64x16/32/64   10/12/16 KiB  4/8/8      12                     12
     64xW, 128xW, 256xW  (rows + W) x 128 B  8 / 16 / 16 KiB   min(12, what fits)   (wide
-                 swaps, W = 72..256, 72..144 at 256 rows: 64x144 26 KiB, 8 stages either
-                 way; 128x72 25 KiB, 8 / 9; 128x256 48 KiB, 4; 256x144 50 KiB, 4)
+                 swaps, W = 72..256, 72..160 at 256 rows: 64x144 26 KiB, 8 stages either
+                 way; 128x72 25 KiB, 8 / 9; 128x256 48 KiB, 4; 256x144 50 KiB, 4; 256x160
+                 52 KiB, 4, the TMA store only)
     192xW       (192 + W) x 128 B  24 KiB (two rounds of 32 columns of 192-row sub-tiles)
                  W = 72..160: 192x72 33 KiB, 6 / 6; 192x104 37 KiB, 5 / 6; 192x160 44 KiB, 4 / 5
     deferred    the whole tile (tile_n / 32 buffers): 64x256 32 KiB, 4 stages; 128x128 32 KiB,
@@ -315,6 +317,13 @@ SWAP_WIDE = tuple(range(max(NARROW) + SWAP_ALIGN, 256 + 1, SWAP_ALIGN))
 #: accumulators (two m64nW blocks) beside the direct store's addresses, within the consumers'
 #: 232 registers up to W = 144 (152 spills 36 bytes, 192 380: ptxas 13.0).
 SWAP_WIDE_256 = 144
+#: Wider 256-row swaps that leave by the TMA store alone: without the direct store's addresses
+#: a thread holds up to 192 accumulators unspilled (ptxas 13.0), and 152 and 160 keep four
+#: stages, as cuBLAS's ``nvjet_sm90_hsh_256x152_64x4`` and ``256x160_64x4`` do where it runs
+#: them on the H100, at M 800-15000 (866x5120x5120, 4341x4608x4096, 1087x9216x3072,
+#: 14674x3584x3584) in place of this rung's 128-row swaps and 128x256 pairs. Tune-only
+#: (``_variant``) until timed (README, "256-row swaps 152 and 160 wide").
+ROWS_256_TMA_WIDTHS = (152, 160)
 #: The widest swapped tile with 192 rows (three consumer warpgroups of 64 rows, one m64nW block
 #: each: W / 2 fp32 accumulators a thread within ``CONSUMER_REGS_3``), and its narrowest: M in
 #: two to four columns of 72..160, where N / 192 row tiles fill a wave that N / 128 overfill or
@@ -470,6 +479,12 @@ def _menu() -> tuple[R8Config, ...]:
         if tn <= SWAP_WIDE_256:
             for c in (1, 2):
                 menu += _swap_epilogues(R8Config(256, tn, c, swap_ab=True))
+    # ... and wider by the TMA store alone, cuBLAS's 256x152 and 256x160 (tune-only).
+    menu += [
+        R8Config(256, tn, c, swap_ab=True, epilogue="serial")
+        for tn in ROWS_256_TMA_WIDTHS
+        for c in (1, 2)
+    ]
     # 192 rows of N a CTA (three consumer warpgroups of 64 rows), the row count cuBLAS runs at
     # mid M on both GPUs (``nvjet_sm90_hsh_192x104`` / ``192x112`` / ``192x80``; README,
     # "Twenty-fourth version"): a third row count between 128 and 256 whose tile count fills
@@ -656,7 +671,8 @@ def _variant(problem: Problem, c: R8Config) -> bool:
     non-persistent grid, another epilogue than the kernel's default for the problem (overlap
     wherever D allows the TMA-store epilogue, stream-K included), a cluster of four (the
     model has no constant for four CTAs, and their A/B was mixed: ``CLUSTER4_WIDTHS``), the
-    per-warpgroup release (``_release_twin``) or a 2-D cluster (``CLUSTERS_2D``)."""
+    per-warpgroup release (``_release_twin``), a 2-D cluster (``CLUSTERS_2D``) or a 256-row
+    swap wider than ``SWAP_WIDE_256`` (``ROWS_256_TMA_WIDTHS``: no timing yet)."""
     want = _epilogue_for(problem, c)
     raster = heuristic_raster(problem, c)
     return (
@@ -667,6 +683,7 @@ def _variant(problem: Problem, c: R8Config) -> bool:
         or c.cluster == 4
         or c.release != "warp"
         or c.cluster_n != 1
+        or (c.tile_m == 256 and c.tile_n > SWAP_WIDE_256)
     )
 
 
