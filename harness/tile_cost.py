@@ -973,6 +973,54 @@ def swap_clusters(problem: Problem, chosen: C, gpu_name: str) -> tuple[C, str] |
     )
 
 
+#: The least share of one wave a :func:`fuller_wave_rows` tile must fill, and the most its
+#: one-wave pick may: below this the pick leaves a tenth of the SMs idle.
+FULLER_WAVE_FILL = 0.9
+#: The widths :func:`fuller_wave_rows` may take: the narrow end of the 192-row tiles, those
+#: cuBLAS runs on the H100 at M 270-300 (``nvjet_sm90_hsh_192x72_64x6_1x2`` at 275x6144x4096,
+#: ``192x80`` at 296x6144x4096), where this study's pick (128x144 or 128x152, 96 CTAs) ran at
+#: 86-90 % of cuBLAS.
+FULLER_WAVE_WIDTHS = (72, 80, 88, 96)
+
+
+def fuller_wave_rows(
+    problem: Problem,
+    chosen: C,
+    gpu_name: str,
+    rows: int = 192,
+    widths: Sequence[int] = FULLER_WAVE_WIDTHS,
+    num_sms: int = HOPPER.num_sms,
+) -> tuple[C, str] | None:
+    """A candidate ``on_gpu`` rule under A/B (AM; not applied by any rung 8 yet): on an H100, a
+    one-CTA, unsplit swapped pick whose CTAs fill less than ``FULLER_WAVE_FILL`` of one wave
+    becomes a ``rows``-row swapped tile of ``widths`` (one CTA) whose CTAs fill between that
+    share and the whole wave: the fewest column tiles of M, each the narrowest width that holds
+    its share (:func:`swap_fits`). At 296x6144x4096 the pick's 128x152 tiles make 96 CTAs and
+    192x80's make 128, cuBLAS's tile there; the model prices the narrow 192-row widths without
+    a timing on the H100, and on the H200 (where none of them is picked in one wave:
+    ``ROWS_192_PICKED``) 192x80 lost to a 128-row pick that already filled the wave
+    (222x8192x3584: 89.9 % of cuBLAS against 100.4 %). The A/B is fixed in the CuTeDSL README
+    ("A/B AM") before its data."""
+    if not any(g in gpu_name for g in FOUR_CTA_GPUS):
+        return None
+    one_cta = chosen.swap_ab and chosen.cluster == 1 and getattr(chosen, "cluster_n", 1) == 1
+    if not one_cta or chosen.split_k != 1 or chosen.stream_k or chosen.tile_m == rows:
+        return None
+    if chosen.ctas(problem) >= FULLER_WAVE_FILL * num_sms or chosen.ctas(problem) > num_sms:
+        return None
+    for tn in sorted(widths, key=lambda w: (cdiv(problem.m, w), w)):
+        if not swap_fits(problem, tn, widths):
+            continue
+        c = dataclasses.replace(chosen, tile_m=rows, tile_n=tn)
+        if FULLER_WAVE_FILL * num_sms <= c.ctas(problem) <= num_sms:
+            return c, (
+                f"{rows}-row tiles fill {c.ctas(problem)} of {num_sms} SMs on the {gpu_name} "
+                f"where {chosen.tile_m}-row ones fill {chosen.ctas(problem)}: "
+                "tile_cost.fuller_wave_rows"
+            )
+    return None
+
+
 #: M where unswapped tiles (64 or 128 rows) pad M to 128 rows, more than a quarter of them
 #: empty, while one column of a wide swapped tile (72..96 wide) holds M with at most 7
 #: (CuTeDSL) or 15 (Gluon) padded rows. Unsplit, the swap makes as many tiles (N / 64) with the
