@@ -1006,7 +1006,7 @@ def fuller_wave_rows(
     one_cta = chosen.swap_ab and chosen.cluster == 1 and getattr(chosen, "cluster_n", 1) == 1
     if not one_cta or chosen.split_k != 1 or chosen.stream_k or chosen.tile_m == rows:
         return None
-    if chosen.ctas(problem) >= FULLER_WAVE_FILL * num_sms or chosen.ctas(problem) > num_sms:
+    if chosen.ctas(problem) >= FULLER_WAVE_FILL * num_sms:  # also every pick of two waves or more
         return None
     for tn in sorted(widths, key=lambda w: (cdiv(problem.m, w), w)):
         if not swap_fits(problem, tn, widths):
