@@ -992,15 +992,15 @@ def fuller_wave_rows(
     num_sms: int = HOPPER.num_sms,
 ) -> tuple[C, str] | None:
     """A candidate ``on_gpu`` rule under A/B (AM; not applied by any rung 8 yet): on an H100, a
-    one-CTA, unsplit swapped pick whose CTAs fill less than ``FULLER_WAVE_FILL`` of one wave
-    becomes a ``rows``-row swapped tile of ``widths`` (one CTA) whose CTAs fill between that
-    share and the whole wave: the fewest column tiles of M, each the narrowest width that holds
-    its share (:func:`swap_fits`). At 296x6144x4096 the pick's 128x152 tiles make 96 CTAs and
-    192x80's make 128, cuBLAS's tile there; the model prices the narrow 192-row widths without
-    a timing on the H100, and on the H200 (where none of them is picked in one wave:
-    ``ROWS_192_PICKED``) 192x80 lost to a 128-row pick that already filled the wave
-    (222x8192x3584: 89.9 % of cuBLAS against 100.4 %). The A/B is fixed in the CuTeDSL README
-    ("A/B AM") before its data."""
+    one-CTA, unsplit swapped pick whose CTAs fill less than ``FULLER_WAVE_FILL`` of one wave becomes
+    a ``rows``-row swapped tile of ``widths`` (one CTA) whose CTAs fill between that share and the
+    whole wave (:func:`one_wave_rows`): the fewest column tiles of M, each the narrowest width that
+    holds its share (:func:`swap_fits`). At 296x6144x4096 the pick's 128x152 tiles make 96 CTAs and
+    192x80's make 128, cuBLAS's tile there; the model prices the narrow 192-row widths without a
+    timing on the H100, and on the H200 (where none of them is picked in one wave:
+    ``ROWS_192_PICKED``) 192x80 lost to a 128-row pick that already filled the wave (222x8192x3584:
+    89.9 % of cuBLAS against 100.4 %). The A/B is fixed in the CuTeDSL README ("A/B AM") before its
+    data."""
     if not any(g in gpu_name for g in FOUR_CTA_GPUS):
         return None
     one_cta = chosen.swap_ab and chosen.cluster == 1 and getattr(chosen, "cluster_n", 1) == 1
@@ -1012,7 +1012,7 @@ def fuller_wave_rows(
         if not swap_fits(problem, tn, widths):
             continue
         c = dataclasses.replace(chosen, tile_m=rows, tile_n=tn)
-        if FULLER_WAVE_FILL * num_sms <= c.ctas(problem) <= num_sms:
+        if one_wave_rows(problem, c, rows, widths, num_sms, min_fill=FULLER_WAVE_FILL):
             return c, (
                 f"{rows}-row tiles fill {c.ctas(problem)} of {num_sms} SMs on the {gpu_name} "
                 f"where {chosen.tile_m}-row ones fill {chosen.ctas(problem)}: "
