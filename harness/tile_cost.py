@@ -991,20 +991,27 @@ def fuller_wave_rows(
     widths: Sequence[int] = FULLER_WAVE_WIDTHS,
     num_sms: int = HOPPER.num_sms,
 ) -> tuple[C, str] | None:
-    """A candidate ``on_gpu`` rule under A/B (AM; not applied by any rung 8 yet): on an H100, a
-    one-CTA, unsplit swapped pick whose CTAs fill less than ``FULLER_WAVE_FILL`` of one wave becomes
-    a ``rows``-row swapped tile of ``widths`` (one CTA) whose CTAs fill between that share and the
-    whole wave (:func:`one_wave_rows`): the fewest column tiles of M, each the narrowest width that
-    holds its share (:func:`swap_fits`). At 296x6144x4096 the pick's 128x152 tiles make 96 CTAs and
-    192x80's make 128, cuBLAS's tile there; the model prices the narrow 192-row widths without a
-    timing on the H100, and on the H200 (where none of them is picked in one wave:
-    ``ROWS_192_PICKED``) 192x80 lost to a 128-row pick that already filled the wave (222x8192x3584:
-    89.9 % of cuBLAS against 100.4 %). The A/B is fixed in the CuTeDSL README ("A/B AM") before its
-    data."""
+    """A candidate ``on_gpu`` rule under A/B (AN; not applied by any rung 8 yet): on an H100, a
+    one-CTA, unsplit swapped pick of raster m (B, the weights, outgrows L2: :func:`swap_raster`)
+    whose CTAs fill less than ``FULLER_WAVE_FILL`` of one wave becomes a ``rows``-row swapped
+    tile of ``widths`` (one CTA, raster m) whose CTAs fill between that share and the whole wave
+    (:func:`one_wave_rows`): the fewest column tiles of M, each the narrowest width that holds
+    its share (:func:`swap_fits`). At 309x6144x16384 the pick's 128x160 tiles make 96 CTAs and
+    192x80's make 128, as cuBLAS's ``192x80_64x6_1x2`` tiles do at 296x6144x4096.
+
+    A/B AM tried it at any raster and failed (one H100, ten fresh shapes, seed 648325: 0.976x
+    the pick's time, 6 of 10 faster). Its split was the raster: at the six raster-m picks the
+    192-row tiles took 0.818-0.902x the time (78-85 % of cuBLAS -> 95-97 %), at the four raster-n
+    ones (B in L2, K <= 4096) 1.08-1.25x. AN, fixed before its data on fresh shapes, tests the
+    raster-m half (CuTeDSL README, "A/B AN"). On the H200 (where none of these tiles is picked
+    in one wave: ``ROWS_192_PICKED``) 192x80 lost to a 128-row pick that already filled the wave
+    (222x8192x3584: 89.9 % of cuBLAS against 100.4 %)."""
     if not any(g in gpu_name for g in FOUR_CTA_GPUS):
         return None
     one_cta = chosen.swap_ab and chosen.cluster == 1 and getattr(chosen, "cluster_n", 1) == 1
     if not one_cta or chosen.split_k != 1 or chosen.stream_k or chosen.tile_m == rows:
+        return None
+    if chosen.raster != "m":  # B in L2: A/B AM's 192-row tiles lost at all four such picks
         return None
     if chosen.ctas(problem) >= FULLER_WAVE_FILL * num_sms:  # also every pick of two waves or more
         return None

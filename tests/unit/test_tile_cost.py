@@ -663,31 +663,34 @@ def test_swap_clusters_is_the_four_cta_move_for_a_kernel_without_2d_clusters() -
 
 
 def test_fuller_wave_rows_fills_the_wave_a_one_cta_swap_leaves_part_empty() -> None:
-    """``fuller_wave_rows`` (A/B AM's candidate, applied by no rung 8 yet): on an H100 a one-CTA
-    unsplit swap filling under 0.9 of the SMs in one wave moves to the 192-row tile of the
-    fewest column tiles that fills 0.9-1.0 of it, each the narrowest width holding its share of
-    M (296 rows: 4 x 80, cuBLAS's ``192x80`` there); nowhere else."""
+    """``fuller_wave_rows`` (A/B AN's candidate, applied by no rung 8 yet): on an H100 a one-CTA
+    unsplit raster-m swap filling under 0.9 of the SMs in one wave moves to the 192-row tile of
+    the fewest column tiles that fills 0.9-1.0 of it, each the narrowest width holding its share
+    of M (309 rows: 4 x 80); nowhere else, and never at raster n, where A/B AM's 192-row tiles
+    lost at all four picks (1.08-1.25x the time)."""
     h100 = "NVIDIA H100 80GB HBM3"
-    p = Problem(296, 6144, 4096)
-    pick = GemmConfig(128, 152, 1, swap_ab=True, raster="n")  # 48 x 2 = 96 CTAs
+    p = Problem(309, 6144, 16384)
+    pick = GemmConfig(128, 160, 1, swap_ab=True, raster="m")  # 48 x 2 = 96 CTAs
     moved = tile_cost.fuller_wave_rows(p, pick, h100)
     assert moved is not None
     assert (moved[0].tile_m, moved[0].tile_n, moved[0].cluster) == (192, 80, 1)
-    assert moved[0].ctas(p) == 128 and moved[0].raster == "n"
-    assert tile_cost.fuller_wave_rows(Problem(275, 6144, 4096), pick, h100)[0].tile_n == 72
+    assert moved[0].ctas(p) == 128 and moved[0].raster == "m"
+    assert tile_cost.fuller_wave_rows(Problem(270, 6144, 5120), pick, h100)[0].tile_n == 72
     assert tile_cost.fuller_wave_rows(p, pick, "NVIDIA H200") is None
     for other in (
+        dataclasses.replace(pick, raster="n"),  # B in L2 (AM: 313x6144x4096 ran 1.08x the time)
         dataclasses.replace(pick, cluster=2),  # a pair
         dataclasses.replace(pick, split_k=2),  # split
         dataclasses.replace(pick, stream_k=True),  # stream-K
-        GemmConfig(128, 152, 1, raster="n"),  # unswapped
+        GemmConfig(128, 160, 1, raster="m"),  # unswapped
     ):
         assert tile_cost.fuller_wave_rows(p, other, h100) is None, other.label
     # a pick that already fills 0.9 of the wave stays (H200: 222x8192x3584's 128x112, 128 CTAs,
     # ran 100.4 % of cuBLAS against 192x80's 89.9 %)
     full = Problem(222, 8192, 3584)
-    assert GemmConfig(128, 112, 1, swap_ab=True).ctas(full) >= 0.9 * HOPPER.num_sms
-    assert tile_cost.fuller_wave_rows(full, GemmConfig(128, 112, 1, swap_ab=True), h100) is None
+    mpick = GemmConfig(128, 112, 1, swap_ab=True, raster="m")
+    assert mpick.ctas(full) >= 0.9 * HOPPER.num_sms
+    assert tile_cost.fuller_wave_rows(full, mpick, h100) is None
     # no 192-row tile of 72..96 fills 0.9 of the wave at 240 rows (4 x 72 pads past the share)
     assert tile_cost.fuller_wave_rows(Problem(240, 6144, 6144), pick, h100) is None
 
