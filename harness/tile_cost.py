@@ -957,10 +957,12 @@ def swap_clusters(problem: Problem, chosen: C, gpu_name: str) -> tuple[C, str] |
     cuBLAS's L2 reads (``ncu`` at 217x5120x4096: 145.5 MB against 82.7). Decided by A/B AI
     (one H100 80GB HBM3; ten fresh shapes, seed 139711, drawn before any timing, the rule
     fixed before the data): 0.880x the four-CTA time, faster at nine of ten, 90.4 % -> 102.8 %
-    of cuBLAS (CuTeDSL README, "Thirty-seventh version")."""
+    of cuBLAS (CuTeDSL README, "Thirty-seventh version"). Where the four-CTA move leaves the
+    pick, :func:`fuller_wave_rows` may still move it to 192-row tiles that fill the wave (A/B
+    AN, "Thirty-eighth version")."""
     moved = four_cta_swap(problem, chosen, gpu_name)
     if moved is None:
-        return None
+        return fuller_wave_rows(problem, chosen, gpu_name)
     if not hasattr(chosen, "cluster_n") or cdiv(problem.m, chosen.tile_n) != 3:
         return moved
     row = dataclasses.replace(chosen, cluster=1, cluster_n=3)
@@ -991,7 +993,7 @@ def fuller_wave_rows(
     widths: Sequence[int] = FULLER_WAVE_WIDTHS,
     num_sms: int = HOPPER.num_sms,
 ) -> tuple[C, str] | None:
-    """A candidate ``on_gpu`` rule under A/B (AN; not applied by any rung 8 yet): on an H100, a
+    """:func:`swap_clusters`' move where neither of its cluster moves applies: on an H100, a
     one-CTA, unsplit swapped pick of raster m (B, the weights, outgrows L2: :func:`swap_raster`)
     whose CTAs fill less than ``FULLER_WAVE_FILL`` of one wave becomes a ``rows``-row swapped
     tile of ``widths`` (one CTA, raster m) whose CTAs fill between that share and the whole wave
@@ -1002,8 +1004,10 @@ def fuller_wave_rows(
     A/B AM tried it at any raster and failed (one H100, ten fresh shapes, seed 648325: 0.976x
     the pick's time, 6 of 10 faster). Its split was the raster: at the six raster-m picks the
     192-row tiles took 0.818-0.902x the time (78-85 % of cuBLAS -> 95-97 %), at the four raster-n
-    ones (B in L2, K <= 4096) 1.08-1.25x. AN, fixed before its data on fresh shapes, tests the
-    raster-m half (CuTeDSL README, "A/B AN"). On the H200 (where none of these tiles is picked
+    ones (B in L2, K <= 4096) 1.08-1.25x. A/B AN, fixed before its data, decided the raster-m
+    half (one H100 80GB HBM3; ten fresh shapes, seed 289642): **0.911x** the pick's time, faster
+    at 8 of 10, 80.9-92.1 % of cuBLAS -> 97.4-106.4 % at the six N = 6144 shapes (CuTeDSL README,
+    "Thirty-eighth version"). On the H200 (where none of these tiles is picked
     in one wave: ``ROWS_192_PICKED``) 192x80 lost to a 128-row pick that already filled the wave
     (222x8192x3584: 89.9 % of cuBLAS against 100.4 %)."""
     if not any(g in gpu_name for g in FOUR_CTA_GPUS):

@@ -1002,6 +1002,26 @@ def test_r8_one_by_three_clusters_take_an_h100s_three_column_moves_that_fit() ->
     assert swap_clusters(p, one, h200) is None
 
 
+def test_r8_fuller_wave_rows_fill_an_h100s_part_empty_raster_m_wave() -> None:
+    """On an H100, where neither cluster move applies, the space's ``on_gpu`` rule runs a
+    one-CTA raster-m swapped pick that fills under 0.9 of one wave as the 192-row swap of 72-96
+    columns that fills it (``harness.tile_cost.fuller_wave_rows``, A/B AN: 0.911x the pick's
+    time, faster at 8 of 10), naming why; a raster-n pick (the weights in L2, where A/B AM's
+    192-row tiles lost at all four) and an H200 keep the pick."""
+    r8 = _r8()
+    kid, h100, h200 = r8.KERNEL.spec.id, "NVIDIA H100 80GB HBM3", "NVIDIA H200"
+    space, p = r8.KERNEL.space, Problem(302, 6144, 16384)  # A/B AN's second shape
+    one = space.select(kid, p, h200)
+    assert (one.tile_m, one.tile_n, one.cluster, one.raster) == (128, 152, 1, "m")
+    rows = space.select(kid, p, h100)
+    assert rows == dataclasses.replace(one, tile_m=192, tile_n=80) and rows in r8.MENU
+    assert r8._valid(p, rows) is None and rows.ctas(p) == 128
+    assert "fuller_wave_rows" in space.reason(kid, p, rows, h100)
+    stays = Problem(313, 6144, 4096)  # A/B AM: 192x80 raster n ran 1.082x the pick's time
+    assert space.select(kid, stays, h100) == space.select(kid, stays, h200)
+    assert space.select(kid, stays, h100).raster == "n"
+
+
 def _empty_barrier_count(ptx: str) -> int:
     """The arrival count the GEMM kernel's ab_empty barriers are initialised with (the second
     half of its mbarrier inits)."""

@@ -649,7 +649,7 @@ def test_four_ctas_take_an_h100s_one_cta_raster_n_swaps_that_fit_the_resident_cl
 
 def test_swap_clusters_is_the_four_cta_move_for_a_kernel_without_2d_clusters() -> None:
     """``swap_clusters`` (the ``on_gpu`` rule): where ``four_cta_swap`` keeps the pick, so does
-    it; a kernel whose config has no ``cluster_n`` knob gets the four-CTA move even at three
+    it, unless ``fuller_wave_rows`` moves it; a kernel whose config has no ``cluster_n`` knob gets the four-CTA move even at three
     column tiles (the 1x3 move needs 2-D clusters: CuTeDSL's compile tests check it); there are
     fewer clusters of three resident than 132 / 3."""
     h100 = "NVIDIA H100 80GB HBM3"
@@ -660,10 +660,19 @@ def test_swap_clusters_is_the_four_cta_move_for_a_kernel_without_2d_clusters() -
     assert tile_cost.swap_clusters(three, pick, "NVIDIA H200") is None
     assert tile_cost.swap_clusters(three, dataclasses.replace(pick, raster="m"), h100) is None
     assert tile_cost.RESIDENT_CLUSTERS_OF_THREE < HOPPER.num_sms // 3
+    # where the four-CTA move leaves a one-CTA raster-m pick in a part-empty wave, the 192-row
+    # tiles of fuller_wave_rows fill it (A/B AN: 309x6144x16384-like shapes)
+    part = Problem(309, 6144, 16384)
+    wide = GemmConfig(128, 160, 1, swap_ab=True, raster="m")  # 96 CTAs
+    assert tile_cost.four_cta_swap(part, wide, h100) is None
+    moved = tile_cost.swap_clusters(part, wide, h100)
+    assert moved == tile_cost.fuller_wave_rows(part, wide, h100)
+    assert moved[0].label == "192x80 swap" and moved[0].ctas(part) == 128
+    assert tile_cost.swap_clusters(part, wide, "NVIDIA H200") is None
 
 
 def test_fuller_wave_rows_fills_the_wave_a_one_cta_swap_leaves_part_empty() -> None:
-    """``fuller_wave_rows`` (A/B AN's candidate, applied by no rung 8 yet): on an H100 a one-CTA
+    """``fuller_wave_rows`` (A/B AN; ``swap_clusters``' last move): on an H100 a one-CTA
     unsplit raster-m swap filling under 0.9 of the SMs in one wave moves to the 192-row tile of
     the fewest column tiles that fills 0.9-1.0 of it, each the narrowest width holding its share
     of M (309 rows: 4 x 80); nowhere else, and never at raster n, where A/B AM's 192-row tiles

@@ -10,7 +10,8 @@ knobs every DSL's rung 8 shares, plus ``persistent`` and ``epilogue``):
   warpgroup), 128 (two, as rung 7), 192 (three of 64 rows at 152 registers a thread; wide
   swaps of 72 to 160 columns only, picked 104 or 112 wide where their tiles fill one wave, or
   in place of stream-K or of a part-empty wave of unswapped tiles where they fill whole
-  waves) or 256 (two of 128 rows each; wide swaps up to 144 columns, and 152 and 160 by the
+  waves; on an H100 also 72 to 96 wide in place of a one-CTA raster-m swap that leaves over a
+  tenth of one wave idle: ``harness.tile_cost.fuller_wave_rows``) or 256 (two of 128 rows each; wide swaps up to 144 columns, and 152 and 160 by the
   TMA store only, tune-only); ``tile_n`` 16 to 256 (the wgmma N; 16 and 32 only swapped; 160
   for N = 10240, which 128-wide tiles quantize badly; 192, a step between 128 and 256 for
   tile counts that fill the last wave better).
