@@ -282,6 +282,16 @@ R8_PATHS = {
         (_DIRECT,),
         1,
     ),
+    # ... and in 4x2 clusters (cuBLAS's 64x112 4x2 at this shape; tune-only:
+    # ``CLUSTER4_64_WIDTHS``): each CTA issues 28 of M's 112 rows to its column of four and, first
+    # in its row, the weights' 64 rows to both columns (every load a multicast, none plain)
+    "swap_wide_64_cluster4x2": (
+        Problem(212, 3072, 3072, "fp16"),
+        "tile_m=64,tile_n=112,cluster=4,cluster_n=2,swap_ab=1,split_k=1,epilogue=serial,raster=n",
+        ("wgmma.mma_async.sync.aligned.m64n112k16", _MULTICAST, _TMA_STORE, _ST_T4),
+        (_DIRECT, _TMA_LOAD),
+        1,
+    ),
     # widths that are multiples of 8, not 16 (the wgmma N step): M = 667 as 4 x 168, in pairs
     "swap_wide_n168_cluster2": (
         Problem(667, 4096, 14336, "fp16"),
@@ -948,7 +958,7 @@ def test_r8_four_cta_clusters_are_picked_on_an_h100_only() -> None:
     ``on_gpu`` rule (``harness.tile_cost.swap_clusters``) moves a raster-n one-CTA pick to four
     CTAs, naming why; on an H200 the pick stays."""
     r8 = _r8()
-    fours = [c for c in r8.MENU if c.cluster == 4 and c.cluster_n == 1]
+    fours = [c for c in r8.MENU if c.cluster == 4 and c.cluster_n == 1 and c.tile_m == 128]
     assert {(c.tile_n, c.raster) for c in fours} == {
         (w, r) for w in r8.CLUSTER4_WIDTHS for r in "mn"
     } | {(w, "n") for w in r8.CLUSTER4_WIDE}
@@ -965,7 +975,7 @@ def test_r8_four_cta_clusters_are_picked_on_an_h100_only() -> None:
     for shape in shapes:
         assert r8._heuristic(Problem(*shape)).cluster in (1, 2), shape
     base = fours[0]
-    for override in ("tile_m=64", "tile_m=256", "split_k=2", "stream_k=1", "swap_ab=0"):
+    for override in ("tile_m=192", "tile_m=256", "split_k=2", "stream_k=1", "swap_ab=0"):
         assert r8._valid(Problem(196, 4608, 4096), base.with_overrides(override)), override
     kid, h100, h200 = r8.KERNEL.spec.id, "NVIDIA H100 80GB HBM3", "NVIDIA H200"
     space, p = r8.KERNEL.space, Problem(217, 5120, 4096)  # A/B AA's first shape
@@ -1022,6 +1032,45 @@ def test_r8_fuller_wave_rows_fill_an_h100s_part_empty_raster_m_wave() -> None:
     assert space.select(kid, stays, h100).raster == "n"
 
 
+def test_r8_64_row_swaps_in_clusters_of_four_are_tune_only() -> None:
+    """The 64-row wide swaps of ``CLUSTER4_64_WIDTHS`` in clusters of four along N, alone (4x1)
+    or by two columns of M (4x2, as cuBLAS's ``64x112_64x9_4x2`` on the H100 at small N), raster
+    n, the TMA store: all on the menu, every one a variant no heuristic picks on either GPU, no
+    per-warpgroup twin; a stage is written by cluster + cluster_n - 1 CTAs, each told by the
+    tile's four consumer warps; 64 rows refuse the other 2-D shapes."""
+    r8 = _r8()
+    ones = [c for c in r8.MENU if c.tile_m == 64 and (c.cluster == 4 or c.cluster_n != 1)]
+    assert {(c.tile_n, c.cluster, c.cluster_n) for c in ones} == {
+        (w, cm, cn) for w in r8.CLUSTER4_64_WIDTHS for cm, cn in r8.CLUSTERS_64
+    }
+    assert r8.CLUSTER4_64_WIDTHS[0] == 72 and r8.CLUSTER4_64_WIDTHS[-1] == 160
+    shapes = [(212, 3072, 3072), (155, 3584, 3584), (288, 3072, 3072), (153, 3072, 8192)]
+    for c in ones:
+        knobs = (c.swap_ab, c.split_k, c.stream_k, c.epilogue, c.raster, c.release)
+        assert knobs == (True, 1, False, "serial", "n", "warp"), c.name
+        assert not r8._release_twin(c), c.name
+        for shape in shapes:
+            p = Problem(*shape)
+            assert r8._valid(p, c) is None and r8._variant(p, c), (shape, c.name)
+    kid, space = r8.KERNEL.spec.id, r8.KERNEL.space
+    for shape in shapes:
+        for gpu in ("NVIDIA H100 80GB HBM3", "NVIDIA H200"):
+            pick = space.select(kid, Problem(*shape), gpu)
+            assert pick not in ones, (shape, gpu, pick.name)
+    base = r8.R8Config(epilogue="serial").with_overrides(
+        "tile_m=64,tile_n=112,cluster=4,swap_ab=1,raster=n"
+    )
+    p = Problem(212, 3072, 3072)
+    for cm, cn in r8.CLUSTERS_2D:
+        if (cm, cn) not in r8.CLUSTERS_64:
+            assert r8._valid(p, base.with_overrides(f"cluster={cm},cluster_n={cn}")), (cm, cn)
+    for cm, cn in r8.CLUSTERS_64:
+        c = base.with_overrides(f"cluster={cm},cluster_n={cn}")
+        assert c in r8.MENU and c.ctas(p) == 48 * 2  # 48 row tiles by two columns of 112
+        ptx = r8.KERNEL.codegen(p, "sm_90a", c).ptx
+        assert _empty_barrier_count(ptx) == (cm + cn - 1) * 4, c.name
+
+
 def _empty_barrier_count(ptx: str) -> int:
     """The arrival count the GEMM kernel's ab_empty barriers are initialised with (the second
     half of its mbarrier inits)."""
@@ -1068,7 +1117,7 @@ def test_r8_2d_clusters_multicast_both_operands() -> None:
     waits on that many times eight consumer warps; the names of 1-D configs do not change; a
     2-D cluster anywhere else is refused."""
     r8 = _r8()
-    twod = [c for c in r8.MENU if c.cluster_n != 1]
+    twod = [c for c in r8.MENU if c.cluster_n != 1 and c.tile_m == 128]
     assert len(twod) == len(r8.CLUSTER4_WIDTHS) * len(r8.CLUSTERS_2D)
     assert "cluster_n" not in r8.R8Config().name
     problem = Problem(217, 5120, 4096)
@@ -1191,8 +1240,9 @@ def test_r8_menu_fits_shared_memory() -> None:
     # the pair's, 17: 950; then the 2-D clusters of those 8 widths (1x3, 2x2, 2x3, 4x2): 982;
     # then the wider 4-CTA swaps (16 widths, 136..256, raster n only), 16 more: 998; then the
     # 256-row swaps 152 and 160 wide (cluster 1 or 2, the TMA store only) in both rasters,
-    # 8 more: 1006
-    assert len(r8.MENU) <= 1010, "a curated menu, not a cartesian product"
+    # 8 more: 1006; then the 64-row wide swaps 72..160 in 4x1 and 4x2 clusters (raster n, the
+    # TMA store only), 24 more: 1030
+    assert len(r8.MENU) <= 1030, "a curated menu, not a cartesian product"
 
 
 def test_r8_picks_64_row_wide_swaps_only_where_128_rows_leave_sms_idle() -> None:

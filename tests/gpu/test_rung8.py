@@ -252,8 +252,9 @@ FOUR_CTA = ["196x4608x4096", "212x2112x1000", "77x3000x512", "300x1000x2056", "2
 @pytest.mark.parametrize("spec", SPECS, ids=[s.id for s in SPECS])
 def test_four_cta_swapped_clusters_are_correct(spec: KernelSpec, shard: str | None) -> None:
     """Every swapped config in a cluster of four (CuTeDSL: the 128-row wide swaps of
-    ``CLUSTER4_WIDTHS`` and ``CLUSTER4_WIDE``) on ``FOUR_CTA`` and the ragged suite. A backend
-    without four-CTA clusters has nothing to check."""
+    ``CLUSTER4_WIDTHS`` and ``CLUSTER4_WIDE``, the 64-row ones of ``CLUSTER4_64_WIDTHS``) on
+    ``FOUR_CTA`` and the ragged suite. A backend without four-CTA clusters has nothing to
+    check."""
     names = [
         n for n in _menu(spec) if _values(n)["cluster"] == "4" and "cluster_n" not in _values(n)
     ]
@@ -271,7 +272,8 @@ CLUSTERS_2D = [*FOUR_CTA, "217x5120x4096", "333x2048x1024"]
 @pytest.mark.parametrize("spec", SPECS, ids=[s.id for s in SPECS])
 def test_2d_clusters_are_correct(spec: KernelSpec, shard: str | None) -> None:
     """Every config in a 2-D cluster (CuTeDSL: ``cluster_n`` > 1, the weights multicast along
-    the columns as well; tune-only) on ``CLUSTERS_2D`` and the ragged suite. A backend without
+    the columns as well, 128-row tiles and the 64-row 4x2; tune-only) on ``CLUSTERS_2D`` and
+    the ragged suite. A backend without
     2-D clusters has nothing to check."""
     names = [n for n in _menu(spec) if _values(n).get("cluster_n", "1") != "1"]
     if not names:

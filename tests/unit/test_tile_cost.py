@@ -649,9 +649,9 @@ def test_four_ctas_take_an_h100s_one_cta_raster_n_swaps_that_fit_the_resident_cl
 
 def test_swap_clusters_is_the_four_cta_move_for_a_kernel_without_2d_clusters() -> None:
     """``swap_clusters`` (the ``on_gpu`` rule): where ``four_cta_swap`` keeps the pick, so does
-    it, unless ``fuller_wave_rows`` moves it; a kernel whose config has no ``cluster_n`` knob gets the four-CTA move even at three
-    column tiles (the 1x3 move needs 2-D clusters: CuTeDSL's compile tests check it); there are
-    fewer clusters of three resident than 132 / 3."""
+    it, unless ``fuller_wave_rows`` moves it; a kernel whose config has no ``cluster_n`` knob
+    gets the four-CTA move even at three column tiles (the 1x3 move needs 2-D clusters:
+    CuTeDSL's compile tests check it); there are fewer clusters of three resident than 132 / 3."""
     h100 = "NVIDIA H100 80GB HBM3"
     pick = GemmConfig(128, 80, 1, swap_ab=True, raster="n")
     three = Problem(240, 4608, 4096)  # 240 rows of M in 80-wide columns

@@ -11,14 +11,16 @@ knobs every DSL's rung 8 shares, plus ``persistent`` and ``epilogue``):
   swaps of 72 to 160 columns only, picked 104 or 112 wide where their tiles fill one wave, or
   in place of stream-K or of a part-empty wave of unswapped tiles where they fill whole
   waves; on an H100 also 72 to 96 wide in place of a one-CTA raster-m swap that leaves over a
-  tenth of one wave idle: ``harness.tile_cost.fuller_wave_rows``) or 256 (two of 128 rows each; wide swaps up to 144 columns, and 152 and 160 by the
-  TMA store only, tune-only); ``tile_n`` 16 to 256 (the wgmma N; 16 and 32 only swapped; 160
-  for N = 10240, which 128-wide tiles quantize badly; 192, a step between 128 and 256 for
-  tile counts that fill the last wave better).
+  tenth of one wave idle: ``harness.tile_cost.fuller_wave_rows``) or 256 (two of 128 rows
+  each; wide swaps up to 144 columns, and 152 and 160 by the TMA store only, tune-only);
+  ``tile_n`` 16 to 256 (the wgmma N; 16 and 32 only swapped; 160 for N = 10240, which
+  128-wide tiles quantize badly; 192, a step between 128 and 256 for tile counts that fill the
+  last wave better).
 * ``cluster``: 1, or 2 CTAs along M sharing the B tile by TMA multicast (rung 7); 4 for the
   128-row wide swaps of ``CLUSTER4_WIDTHS`` (four row tiles of N sharing M's column tile, as
   cuBLAS's ``128x72 ... 4x1`` at M 190-230; the model does not price it: picked only on an
-  H100, by ``harness.tile_cost.swap_clusters``, the space's ``on_gpu`` rule).
+  H100, by ``harness.tile_cost.swap_clusters``, the space's ``on_gpu`` rule), and for the
+  64-row wide swaps of ``CLUSTER4_64_WIDTHS`` (tune-only, alone or 4x2).
 * ``swap_ab``: compute D^T[N, M] = B A^T. Small M then sits on the wgmma N side (n16 / n32 /
   n64, the narrowest that covers M) and N fills the M side (64 or 128 rows a CTA); at M
   1024-5120 a wide swap of 11 to 33 column tiles of M may fill whole waves where unswapped
@@ -397,6 +399,15 @@ CLUSTER4_WIDE = tuple(tn for tn in SWAP_WIDE if tn > 128)
 #: ``harness.tile_cost.swap_clusters`` picks 1x3 where its cluster tiles fit them (A/B AI,
 #: README "Thirty-seventh version"). The others are tune-only.
 CLUSTERS_2D = ((1, 3), (2, 2), (2, 3), (4, 2))
+#: 64-row wide swaps in clusters of four along N, alone (4x1) or by two columns of M (4x2),
+#: raster n (the weights in L2) and tune-only: at small N (3072-3584) and M 150-300 cuBLAS runs
+#: 64-row swapped tiles in 4x2 clusters on the H100 (``nvjet_sm90_hsh_64x112_64x9_4x2`` at
+#: 212x3072x3072, ``64x80_64x11_4x2`` at 155x3584x3584, ``64x144_64x8_4x2`` at 288x3072x3072:
+#: ``h100/diag-r8-launched-smalln-*``), where this rung's one-CTA 64-row picks held out at
+#: 79-88 % (README, "Survey: 64-row swaps at small N"). Each CTA of a column issues a quarter of
+#: M's tile and, 4x2, the row's first CTA the weights' 64 rows to both columns.
+CLUSTER4_64_WIDTHS = tuple(tn for tn in SWAP_WIDE if tn <= 160)
+CLUSTERS_64 = ((4, 1), (4, 2))
 #: K splits of the wide swapped tiles per row count (cluster 1; ``_menu``). 256 rows are not
 #: split: split 2-4 ways they were correct and slower wherever the model ranked them (H200
 #: tune, backend README "Ninth version": 72x10240x8192 256x72 split 3 102.5 % of cuBLAS,
@@ -416,7 +427,8 @@ def _release_twin(c: R8Config) -> bool:
     cuBLAS's about 530 in the same clusters, with L2 reads well under the one-CTA tiles' rate
     ("Thirty-fifth version")."""
     pair = R8Config(128, 256, 2, raster="m", group=8, epilogue="overlap")
-    return (c.cluster == 4 and c.cluster_n == 1 and c.tile_n in CLUSTER4_WIDTHS) or c == pair
+    four = c.cluster == 4 and c.cluster_n == 1 and c.tile_m == 128 and c.tile_n in CLUSTER4_WIDTHS
+    return four or c == pair
 
 
 def _swap_epilogues(c: R8Config) -> list[R8Config]:
@@ -531,6 +543,12 @@ def _menu() -> tuple[R8Config, ...]:
         for tn in CLUSTER4_WIDTHS
         for cm, cn in CLUSTERS_2D
     ]
+    # 64-row wide swaps in clusters of four, 4x1 and 4x2 (``CLUSTER4_64_WIDTHS``; tune-only).
+    menu += [
+        R8Config(64, tn, cm, swap_ab=True, raster="n", epilogue="serial", cluster_n=cn)
+        for tn in CLUSTER4_64_WIDTHS
+        for cm, cn in CLUSTERS_64
+    ]
     return tuple(dict.fromkeys(menu))  # rung 7's default appears twice
 
 
@@ -574,20 +592,24 @@ def _valid(problem: Problem, config: R8Config) -> str | None:
     if config.release not in RELEASES:
         return f"release={config.release}: one of {', '.join(RELEASES)}"
     if config.cluster == 4 and not (
-        config.wide_swap and config.tile_m == 128 and config.split_k == 1 and not config.stream_k
+        config.wide_swap
+        and config.tile_m in (64, 128)
+        and config.split_k == 1
+        and not config.stream_k
     ):
-        return "cluster=4: unsplit wide swapped tiles of 128 rows only (no stream-K)"
+        return "cluster=4: unsplit wide swapped tiles of 64 or 128 rows only (no stream-K)"
+    shape_2d = (config.cluster, config.cluster_n)
     if config.cluster_n != 1 and not (
-        (config.cluster, config.cluster_n) in CLUSTERS_2D
+        (shape_2d in CLUSTERS_2D if config.tile_m == 128 else shape_2d in CLUSTERS_64)
         and config.wide_swap
-        and config.tile_m == 128
+        and config.tile_m in (64, 128)
         and config.split_k == 1
         and not config.stream_k
         and config.persistent
     ):
         return (
             "cluster_n > 1: a 2-D cluster of CLUSTERS_2D over unsplit, persistent wide swapped "
-            "tiles of 128 rows only (no stream-K)"
+            "tiles of 128 rows (64 rows: 4x2 only; no stream-K)"
         )
     if config.stream_k and config.swap_ab and (config.tile_m, config.wide_swap) != (128, True):
         return "stream-K swapped: wide tiles of 128 rows only"
