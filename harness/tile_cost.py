@@ -1007,8 +1007,8 @@ def fuller_wave_rows(
     ones (B in L2, K <= 4096) 1.08-1.25x. A/B AN, fixed before its data, decided the raster-m
     half (one H100 80GB HBM3; ten fresh shapes, seed 289642): **0.911x** the pick's time, faster
     at 8 of 10, 80.9-92.1 % of cuBLAS -> 97.4-106.4 % at the six N = 6144 shapes (CuTeDSL README,
-    "Thirty-eighth version"). On the H200 (where none of these tiles is picked
-    in one wave: ``ROWS_192_PICKED``) 192x80 lost to a 128-row pick that already filled the wave
+    "Thirty-eighth version"). On the H200 (where none of these tiles is picked in one wave:
+    ``ROWS_192_PICKED``) 192x80 lost to a 128-row pick that already filled the wave
     (222x8192x3584: 89.9 % of cuBLAS against 100.4 %)."""
     if not any(g in gpu_name for g in FOUR_CTA_GPUS):
         return None

@@ -273,8 +273,7 @@ CLUSTERS_2D = [*FOUR_CTA, "217x5120x4096", "333x2048x1024"]
 def test_2d_clusters_are_correct(spec: KernelSpec, shard: str | None) -> None:
     """Every config in a 2-D cluster (CuTeDSL: ``cluster_n`` > 1, the weights multicast along
     the columns as well, 128-row tiles and the 64-row 4x2; tune-only) on ``CLUSTERS_2D`` and
-    the ragged suite. A backend without
-    2-D clusters has nothing to check."""
+    the ragged suite. A backend without 2-D clusters has nothing to check."""
     names = [n for n in _menu(spec) if _values(n).get("cluster_n", "1") != "1"]
     if not names:
         pytest.skip(f"not applicable: {spec.id} has no 2-D cluster")
