@@ -980,8 +980,8 @@ def swap_clusters(problem: Problem, chosen: C, gpu_name: str) -> tuple[C, str] |
 FULLER_WAVE_FILL = 0.9
 #: The widths :func:`fuller_wave_rows` may take: the narrow end of the 192-row tiles, those
 #: cuBLAS runs on the H100 at M 270-300 (``nvjet_sm90_hsh_192x72_64x6_1x2`` at 275x6144x4096,
-#: ``192x80`` at 296x6144x4096), where this study's pick (128x144 or 128x152, 96 CTAs) ran at
-#: 86-90 % of cuBLAS.
+#: ``192x80`` at 296x6144x4096). Those two shapes keep their weights in L2 (raster n), where
+#: the rule does not move the pick (A/B AM); A/B AN timed all four widths at raster m.
 FULLER_WAVE_WIDTHS = (72, 80, 88, 96)
 
 
