@@ -1032,6 +1032,56 @@ def fuller_wave_rows(
     return None
 
 
+#: Clusters of eight CTAs (4x2) a 132-SM H100 SXM holds at once (``cudaOccupancyMaxActiveClusters``
+#: on the H100 80GB HBM3, read at stop 93): 15, not 132 // 8. Sixteen clusters of work ran a
+#: second round, 1.36-1.38x the one-CTA time (A/B AO: 291x4096x4096, 222x4096x4096).
+RESIDENT_CLUSTERS_OF_EIGHT = 15
+#: The widest 64-row tile :func:`sixty_four_row_clusters` moves: A/B AO's 4x2 tiles won at
+#: widths 80-112 (0.875-0.977x the one-CTA time at five of five shapes) and tied or lost at 144
+#: (1.006x, 1.040x).
+SIXTY_FOUR_ROW_MAX_WIDTH = 112
+
+
+def sixty_four_row_clusters(problem: Problem, chosen: C, gpu_name: str) -> tuple[C, str] | None:
+    """A/B AP's move for :func:`swap_clusters`' 64-row wide swaps: on an H100, a one-CTA, unsplit,
+    raster-n (B, the weights, in L2) swapped pick of 64 rows at most
+    ``SIXTY_FOUR_ROW_MAX_WIDTH`` wide, holding M in an even number of column tiles, runs as the
+    same tile in 4x2 clusters: four CTAs along N share M's column tile by multicast, each
+    issuing a quarter of it, and the two columns of a row share the weights' 64 rows, so a
+    k-step brings 64 / 2 + W / 4 rows a CTA through L2 instead of 64 + W, as cuBLAS's
+    ``nvjet_sm90_hsh_64x112_64x9_4x2`` runs 212x3072x3072 on the H100; only where its cluster
+    tiles fit the ``RESIDENT_CLUSTERS_OF_EIGHT`` the GPU holds at once, and only in a kernel
+    with 2-D clusters (a ``cluster_n`` knob). A/B AO (stop 93) timed the wider rule (any width,
+    4x1 at odd column counts) and it failed: 0.963x the one-CTA time over eight shapes, faster
+    at five; the narrow 4x2 half of it is A/B AP's rule (fresh shapes, seed 547331, drawn
+    before any timing; CuTeDSL README, "64-row swaps in clusters of four and 4x2"). Committed
+    for that A/B and applied by no rung 8 until it holds: ``swap_clusters`` does not call it.
+    """
+    if not any(g in gpu_name for g in FOUR_CTA_GPUS) or not hasattr(chosen, "cluster_n"):
+        return None
+    one_cta = (
+        chosen.wide_swap
+        and chosen.tile_m == 64
+        and chosen.tile_n <= SIXTY_FOUR_ROW_MAX_WIDTH
+        and chosen.cluster == 1
+        and chosen.cluster_n == 1
+        and chosen.split_k == 1
+        and not chosen.stream_k
+        and chosen.raster == "n"
+    )
+    columns = cdiv(problem.m, chosen.tile_n)
+    if not one_cta or columns < 2 or columns % 2:
+        return None
+    moved = dataclasses.replace(chosen, cluster=4, cluster_n=2)
+    clusters = moved.tiles(problem)
+    if clusters > RESIDENT_CLUSTERS_OF_EIGHT:
+        return None
+    return moved, (
+        f"64-row tiles in 4x2 clusters on the {gpu_name} ({clusters} clusters of eight, at "
+        f"most {RESIDENT_CLUSTERS_OF_EIGHT} resident: tile_cost.sixty_four_row_clusters)"
+    )
+
+
 #: M where unswapped tiles (64 or 128 rows) pad M to 128 rows, more than a quarter of them
 #: empty, while one column of a wide swapped tile (72..96 wide) holds M with at most 7
 #: (CuTeDSL) or 15 (Gluon) padded rows. Unsplit, the swap makes as many tiles (N / 64) with the

@@ -928,3 +928,48 @@ def test_regret_compares_configs_timed_on_one_gpu_only() -> None:
     ]
     _, regrets = evaluate(HOPPER, data)
     assert regrets == [(p, 0.0), (p, 0.0)]
+
+
+@dataclasses.dataclass(frozen=True)
+class _Config2D(GemmConfig):
+    """A config with a ``cluster_n`` knob (2-D clusters), as CuTeDSL's rung 8 has."""
+
+    cluster_n: int = 1
+
+    def tiles(self, problem: Problem) -> int:
+        rows, cols = self.oriented(problem)
+        return cdiv(rows, self.tile_rows) * cdiv(cols, self.tile_n * self.cluster_n)
+
+
+def test_sixty_four_row_clusters_take_an_h100s_narrow_raster_n_64_row_swaps() -> None:
+    """``sixty_four_row_clusters`` (A/B AP's rule, applied by no rung 8 yet): on an H100 a one-CTA,
+    unsplit, raster-n 64-row wide swap at most 112 wide holding M in an even number of column
+    tiles runs in 4x2 clusters, within the 15 clusters of eight the H100 holds; an odd column
+    count, a wider tile (A/B AO: 144 tied or lost), any other pick or GPU, and a kernel
+    without a ``cluster_n`` knob keep the pick."""
+    h100 = "NVIDIA H100 80GB HBM3"
+    pick = _Config2D(64, 112, 1, swap_ab=True, raster="n")
+    p = Problem(212, 3072, 3072)  # 48 row tiles by two columns of 112
+    moved = tile_cost.sixty_four_row_clusters(p, pick, h100)
+    assert moved is not None and moved[0] == dataclasses.replace(pick, cluster=4, cluster_n=2)
+    assert moved[0].tiles(p) == 12 and "4x2" in moved[1] and h100 in moved[1]
+    # the resident clusters bound it: 3840 rows of N make 15 clusters of eight, 3904 make 16
+    assert tile_cost.sixty_four_row_clusters(Problem(212, 3840, 4096), pick, h100) is not None
+    assert tile_cost.sixty_four_row_clusters(Problem(212, 3904, 4096), pick, h100) is None
+    assert tile_cost.RESIDENT_CLUSTERS_OF_EIGHT < HOPPER.num_sms // 8
+    for other in (
+        dataclasses.replace(pick, tile_n=144),  # wider than SIXTY_FOUR_ROW_MAX_WIDTH
+        dataclasses.replace(pick, raster="m"),
+        dataclasses.replace(pick, tile_m=128),
+        dataclasses.replace(pick, cluster=2),
+        dataclasses.replace(pick, cluster_n=2),
+        dataclasses.replace(pick, split_k=2),
+        dataclasses.replace(pick, stream_k=True),
+        _Config2D(64, 128, 1, raster="n"),  # unswapped
+        GemmConfig(64, 112, 1, swap_ab=True, raster="n"),  # no cluster_n knob
+    ):
+        assert tile_cost.sixty_four_row_clusters(p, other, h100) is None, other
+    odd = dataclasses.replace(pick, tile_n=80)  # 219 rows of M: three columns of 80
+    assert tile_cost.sixty_four_row_clusters(Problem(219, 2112, 7168), odd, h100) is None
+    assert tile_cost.sixty_four_row_clusters(Problem(100, 3072, 3072), pick, h100) is None  # one
+    assert tile_cost.sixty_four_row_clusters(p, pick, "NVIDIA H200") is None
