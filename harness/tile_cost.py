@@ -959,10 +959,13 @@ def swap_clusters(problem: Problem, chosen: C, gpu_name: str) -> tuple[C, str] |
     fixed before the data): 0.880x the four-CTA time, faster at nine of ten, 90.4 % -> 102.8 %
     of cuBLAS (CuTeDSL README, "Thirty-seventh version"). Where the four-CTA move leaves the
     pick, :func:`fuller_wave_rows` may still move it to 192-row tiles that fill the wave (A/B
-    AN, "Thirty-eighth version")."""
+    AN, "Thirty-eighth version"), and a 64-row one, :func:`sixty_four_row_clusters`, to
+    4x2 clusters (A/B AP, "Thirty-ninth version")."""
     moved = four_cta_swap(problem, chosen, gpu_name)
     if moved is None:
-        return fuller_wave_rows(problem, chosen, gpu_name)
+        return fuller_wave_rows(problem, chosen, gpu_name) or sixty_four_row_clusters(
+            problem, chosen, gpu_name
+        )
     if not hasattr(chosen, "cluster_n") or cdiv(problem.m, chosen.tile_n) != 3:
         return moved
     row = dataclasses.replace(chosen, cluster=1, cluster_n=3)
@@ -1043,7 +1046,7 @@ SIXTY_FOUR_ROW_MAX_WIDTH = 112
 
 
 def sixty_four_row_clusters(problem: Problem, chosen: C, gpu_name: str) -> tuple[C, str] | None:
-    """A/B AP's move for :func:`swap_clusters`' 64-row wide swaps: on an H100, a one-CTA, unsplit,
+    """:func:`swap_clusters`' move for a 64-row wide swap: on an H100, a one-CTA, unsplit,
     raster-n (B, the weights, in L2) swapped pick of 64 rows at most
     ``SIXTY_FOUR_ROW_MAX_WIDTH`` wide, holding M in an even number of column tiles, runs as the
     same tile in 4x2 clusters: four CTAs along N share M's column tile by multicast, each
@@ -1054,9 +1057,7 @@ def sixty_four_row_clusters(problem: Problem, chosen: C, gpu_name: str) -> tuple
     with 2-D clusters (a ``cluster_n`` knob). A/B AO (stop 93) timed the wider rule (any width,
     4x1 at odd column counts) and it failed: 0.963x the one-CTA time over eight shapes, faster
     at five; the narrow 4x2 half of it is A/B AP's rule (fresh shapes, seed 547331, drawn
-    before any timing; CuTeDSL README, "64-row swaps in clusters of four and 4x2"). Committed
-    for that A/B and applied by no rung 8 until it holds: ``swap_clusters`` does not call it.
-    """
+    before any timing; CuTeDSL README, "Thirty-ninth version")."""
     if not any(g in gpu_name for g in FOUR_CTA_GPUS) or not hasattr(chosen, "cluster_n"):
         return None
     one_cta = (

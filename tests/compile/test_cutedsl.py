@@ -1032,12 +1032,31 @@ def test_r8_fuller_wave_rows_fill_an_h100s_part_empty_raster_m_wave() -> None:
     assert space.select(kid, stays, h100).raster == "n"
 
 
-def test_r8_64_row_swaps_in_clusters_of_four_are_tune_only() -> None:
+def test_r8_64_row_clusters_take_an_h100s_narrow_raster_n_64_row_swaps() -> None:
+    """On an H100 the space's ``on_gpu`` rule runs a one-CTA raster-n 64-row wide swap at most
+    112 wide holding M in an even number of column tiles in 4x2 clusters (``harness.tile_cost.
+    sixty_four_row_clusters``, A/B AP) where the 15 clusters of eight an H100 holds cover its
+    cluster tiles; past them, at three column tiles, and on an H200, the pick stays."""
+    r8 = _r8()
+    kid, h100, h200 = r8.KERNEL.spec.id, "NVIDIA H100 80GB HBM3", "NVIDIA H200"
+    space, p = r8.KERNEL.space, Problem(155, 3584, 4096)  # A/B AO: 0.875x the one-CTA time
+    one = space.select(kid, p, h200)
+    assert one.label == "64x80 swap" and (one.cluster_n, one.raster) == (1, "n")
+    moved = space.select(kid, p, h100)
+    assert moved == dataclasses.replace(one, cluster=4, cluster_n=2)
+    assert r8._valid(p, moved) is None and moved.tiles(p) == 14
+    assert "sixty_four_row_clusters" in space.reason(kid, p, moved, h100)
+    for shape in ((219, 2112, 7168), (130, 4096, 4096)):  # three columns; 16 clusters of eight
+        assert space.select(kid, Problem(*shape), h100) == space.select(kid, Problem(*shape), h200)
+
+
+def test_r8_64_row_swaps_in_clusters_of_four_are_variants_only_the_h100_rule_picks() -> None:
     """The 64-row wide swaps of ``CLUSTER4_64_WIDTHS`` in clusters of four along N, alone (4x1)
     or by two columns of M (4x2, as cuBLAS's ``64x112_64x9_4x2`` on the H100 at small N), raster
-    n, the TMA store: all on the menu, every one a variant no heuristic picks on either GPU, no
-    per-warpgroup twin; a stage is written by cluster + cluster_n - 1 CTAs, each told by the
-    tile's four consumer warps; 64 rows refuse the other 2-D shapes."""
+    n, the TMA store: all on the menu, every one a variant the heuristic never ranks, no
+    per-warpgroup twin; an H200 never picks them, an H100 only by ``on_gpu``'s
+    ``sixty_four_row_clusters`` (A/B AO); a stage is written by cluster + cluster_n - 1 CTAs,
+    each told by the tile's four consumer warps; 64 rows refuse the other 2-D shapes."""
     r8 = _r8()
     ones = [c for c in r8.MENU if c.tile_m == 64 and (c.cluster == 4 or c.cluster_n != 1)]
     assert {(c.tile_n, c.cluster, c.cluster_n) for c in ones} == {
@@ -1052,11 +1071,17 @@ def test_r8_64_row_swaps_in_clusters_of_four_are_tune_only() -> None:
         for shape in shapes:
             p = Problem(*shape)
             assert r8._valid(p, c) is None and r8._variant(p, c), (shape, c.name)
-    kid, space = r8.KERNEL.spec.id, r8.KERNEL.space
+    kid, space, h100 = r8.KERNEL.spec.id, r8.KERNEL.space, "NVIDIA H100 80GB HBM3"
     for shape in shapes:
-        for gpu in ("NVIDIA H100 80GB HBM3", "NVIDIA H200"):
-            pick = space.select(kid, Problem(*shape), gpu)
-            assert pick not in ones, (shape, gpu, pick.name)
+        p = Problem(*shape)
+        assert space.select(kid, p, "NVIDIA H200") not in ones, shape
+        assert space.select(kid, p, None) not in ones, shape
+        pick = space.select(kid, p, h100)
+        if shape == (288, 3072, 3072):  # 64x144: wider than the rule moves
+            assert pick == space.select(kid, p, "NVIDIA H200"), pick.name
+            continue
+        assert pick in ones, (shape, pick.name)  # two column tiles each: 4x2
+        assert "sixty_four_row_clusters" in space.reason(kid, p, pick, h100), shape
     base = r8.R8Config(epilogue="serial").with_overrides(
         "tile_m=64,tile_n=112,cluster=4,swap_ab=1,raster=n"
     )

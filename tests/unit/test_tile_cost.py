@@ -942,7 +942,7 @@ class _Config2D(GemmConfig):
 
 
 def test_sixty_four_row_clusters_take_an_h100s_narrow_raster_n_64_row_swaps() -> None:
-    """``sixty_four_row_clusters`` (A/B AP's rule, applied by no rung 8 yet): on an H100 a one-CTA,
+    """``sixty_four_row_clusters`` (A/B AP; ``swap_clusters``' last move): on an H100 a one-CTA,
     unsplit, raster-n 64-row wide swap at most 112 wide holding M in an even number of column
     tiles runs in 4x2 clusters, within the 15 clusters of eight the H100 holds; an odd column
     count, a wider tile (A/B AO: 144 tied or lost), any other pick or GPU, and a kernel
@@ -953,6 +953,7 @@ def test_sixty_four_row_clusters_take_an_h100s_narrow_raster_n_64_row_swaps() ->
     moved = tile_cost.sixty_four_row_clusters(p, pick, h100)
     assert moved is not None and moved[0] == dataclasses.replace(pick, cluster=4, cluster_n=2)
     assert moved[0].tiles(p) == 12 and "4x2" in moved[1] and h100 in moved[1]
+    assert tile_cost.swap_clusters(p, pick, h100) == moved
     # the resident clusters bound it: 3840 rows of N make 15 clusters of eight, 3904 make 16
     assert tile_cost.sixty_four_row_clusters(Problem(212, 3840, 4096), pick, h100) is not None
     assert tile_cost.sixty_four_row_clusters(Problem(212, 3904, 4096), pick, h100) is None

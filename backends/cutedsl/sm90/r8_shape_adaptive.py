@@ -20,7 +20,8 @@ knobs every DSL's rung 8 shares, plus ``persistent`` and ``epilogue``):
   128-row wide swaps of ``CLUSTER4_WIDTHS`` (four row tiles of N sharing M's column tile, as
   cuBLAS's ``128x72 ... 4x1`` at M 190-230; the model does not price it: picked only on an
   H100, by ``harness.tile_cost.swap_clusters``, the space's ``on_gpu`` rule), and for the
-  64-row wide swaps of ``CLUSTER4_64_WIDTHS`` (tune-only, alone or 4x2).
+  64-row wide swaps of ``CLUSTER4_64_WIDTHS`` (alone or 4x2; 4x2 at widths up to 112
+  picked only on an H100, by ``swap_clusters``' ``sixty_four_row_clusters``, A/B AP).
 * ``swap_ab``: compute D^T[N, M] = B A^T. Small M then sits on the wgmma N side (n16 / n32 /
   n64, the narrowest that covers M) and N fills the M side (64 or 128 rows a CTA); at M
   1024-5120 a wide swap of 11 to 33 column tiles of M may fill whole waves where unswapped
@@ -400,9 +401,11 @@ CLUSTER4_WIDE = tuple(tn for tn in SWAP_WIDE if tn > 128)
 #: README "Thirty-seventh version"). The others are tune-only.
 CLUSTERS_2D = ((1, 3), (2, 2), (2, 3), (4, 2))
 #: 64-row wide swaps in clusters of four along N, alone (4x1) or by two columns of M (4x2),
-#: raster n (the weights in L2) and tune-only: at small N (3072-3584) and M 150-300 cuBLAS runs
-#: 64-row swapped tiles in 4x2 clusters on the H100 (``nvjet_sm90_hsh_64x112_64x9_4x2`` at
-#: 212x3072x3072, ``64x80_64x11_4x2`` at 155x3584x3584, ``64x144_64x8_4x2`` at 288x3072x3072:
+#: raster n (the weights in L2), variants the heuristic never ranks (on an H100
+#: ``harness.tile_cost.sixty_four_row_clusters`` moves one-CTA 64-row picks up to 112 wide to
+#: 4x2, A/B AP): at small N (3072-3584) and M 150-300 cuBLAS runs 64-row swapped tiles in 4x2
+#: clusters on the H100 (``nvjet_sm90_hsh_64x112_64x9_4x2`` at 212x3072x3072,
+#: ``64x80_64x11_4x2`` at 155x3584x3584, ``64x144_64x8_4x2`` at 288x3072x3072:
 #: ``h100/diag-r8-launched-smalln-*``), where this rung's one-CTA 64-row picks held out at
 #: 79-88 % (README, "Survey: 64-row swaps at small N"). Each CTA of a column issues a quarter of
 #: M's tile and, 4x2, the row's first CTA the weights' 64 rows to both columns.
@@ -543,7 +546,7 @@ def _menu() -> tuple[R8Config, ...]:
         for tn in CLUSTER4_WIDTHS
         for cm, cn in CLUSTERS_2D
     ]
-    # 64-row wide swaps in clusters of four, 4x1 and 4x2 (``CLUSTER4_64_WIDTHS``; tune-only).
+    # 64-row wide swaps in clusters of four, 4x1 and 4x2 (``CLUSTER4_64_WIDTHS``; variants).
     menu += [
         R8Config(64, tn, cm, swap_ab=True, raster="n", epilogue="serial", cluster_n=cn)
         for tn in CLUSTER4_64_WIDTHS
