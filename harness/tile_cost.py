@@ -867,6 +867,47 @@ def whole_wave_transpose(
     return best if seconds(best) <= TRANSPOSE_SLACK * seconds(chosen) else None
 
 
+#: The narrowest :func:`whole_wave_transpose` tile an H100 keeps at N >= ``TRANSPOSE_KEEP_N``
+#: (:func:`transpose_gives_way`): its transposes 144-224 wide held out at 96.9-101.9 % of cuBLAS.
+TRANSPOSE_KEEP_WIDTH = 144
+#: The N from which :func:`transpose_gives_way` applies: A/B AQ's narrow transposes won at all
+#: five of its shapes of N <= 3584 and lost at four of the five of N >= 4096.
+TRANSPOSE_KEEP_N = 4096
+
+
+def transpose_gives_way(
+    problem: Problem,
+    chosen: C,
+    gpu_name: str,
+    untransposed: Callable[[Problem], C],
+) -> tuple[C, str] | None:
+    """On an H100, the pick a :func:`whole_wave_transpose` replaced (``untransposed``: the
+    kernel's heuristic without it) in place of a transposed tile narrower than
+    ``TRANSPOSE_KEEP_WIDTH`` at N >= ``TRANSPOSE_KEEP_N`` and M in ``TRANSPOSE_M``; None
+    elsewhere. At N = 5120 a 128-row transpose makes 40 row tiles by 13 column tiles of M,
+    520 tiles in four waves of 132, so M 1100-1700 all take 88-136-wide tiles there, which ran
+    74-81 % of cuBLAS on the H100 at K 4096-27648 (A/B AQ, and seed 256654's 1425x5120x5120 at
+    77.0 %); cuBLAS runs 256x112 swapped tiles in pairs at 1425x5120x5120. The rule was
+    decided by A/B AR (CuTeDSL README, "A/B AR"): fixed after AQ's data (one H100 80GB HBM3,
+    seed 631442: the pick took 0.989x the transpose's time at any N, faster at 5 of 10; 0.902x
+    at N >= 4096, 4 of 5) and before any of its own, on ten fresh shapes."""
+    if not any(g in gpu_name for g in FOUR_CTA_GPUS):
+        return None
+    narrow = chosen.swap_ab and chosen.tile_n < TRANSPOSE_KEEP_WIDTH
+    if not narrow or problem.n < TRANSPOSE_KEEP_N:
+        return None
+    if not TRANSPOSE_M[0] <= problem.m <= TRANSPOSE_M[1]:
+        return None
+    pick = untransposed(problem)
+    if pick == chosen or pick.swap_ab:
+        return None
+    return pick, (
+        f"the pick a {chosen.tile_m}x{chosen.tile_n} transpose replaced, on the {gpu_name} "
+        f"(narrower than {TRANSPOSE_KEEP_WIDTH} at N >= {TRANSPOSE_KEEP_N}: "
+        "tile_cost.transpose_gives_way)"
+    )
+
+
 #: L2 of an H100 and an H200 (50 MB): an operand larger than this comes from DRAM again on
 #: every pass a tile order makes over it.
 L2_BYTES = 50 * 2**20

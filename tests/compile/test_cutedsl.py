@@ -1050,6 +1050,23 @@ def test_r8_64_row_clusters_take_an_h100s_narrow_raster_n_64_row_swaps() -> None
         assert space.select(kid, Problem(*shape), h100) == space.select(kid, Problem(*shape), h200)
 
 
+def test_r8_narrow_transposes_give_way_on_an_h100_at_n_4096_and_up() -> None:
+    """On an H100 the space's ``on_gpu`` rule runs the pick a whole-wave transpose narrower
+    than 144 replaced, at N >= 4096 (``harness.tile_cost.transpose_gives_way``, A/B AR), naming
+    why; an H200 keeps the transpose, and so does an H100 at N 3072 and at 144 wide."""
+    r8 = _r8()
+    kid, h100, h200 = r8.KERNEL.spec.id, "NVIDIA H100 80GB HBM3", "NVIDIA H200"
+    space, p = r8.KERNEL.space, Problem(1425, 5120, 5120)  # seed 256654: 128x112 at 77.0 %
+    transposed = space.select(kid, p, h200)
+    assert transposed.label == "128x112 swap" and transposed.tiles(p) == 40 * 13
+    pick = space.select(kid, p, h100)
+    assert pick == r8._untransposed(p) and not pick.swap_ab and pick != transposed
+    assert "transpose_gives_way" in space.reason(kid, p, pick, h100)
+    for shape in ((1210, 3072, 3072), (1854, 5120, 5120)):  # N 3072 (A/B AQ); 128x144
+        kept = space.select(kid, Problem(*shape), h100)
+        assert kept.swap_ab and kept == space.select(kid, Problem(*shape), h200), shape
+
+
 def test_r8_64_row_swaps_in_clusters_of_four_are_variants_only_the_h100_rule_picks() -> None:
     """The 64-row wide swaps of ``CLUSTER4_64_WIDTHS`` in clusters of four along N, alone (4x1)
     or by two columns of M (4x2, as cuBLAS's ``64x112_64x9_4x2`` on the H100 at small N), raster

@@ -974,3 +974,33 @@ def test_sixty_four_row_clusters_take_an_h100s_narrow_raster_n_64_row_swaps() ->
     assert tile_cost.sixty_four_row_clusters(Problem(219, 2112, 7168), odd, h100) is None
     assert tile_cost.sixty_four_row_clusters(Problem(100, 3072, 3072), pick, h100) is None  # one
     assert tile_cost.sixty_four_row_clusters(p, pick, "NVIDIA H200") is None
+
+
+def test_a_narrow_transpose_gives_way_on_an_h100_at_n_4096_and_up() -> None:
+    """``transpose_gives_way``: on an H100, a swapped pick narrower than 144 at N >= 4096 and M
+    in the transpose's band runs the kernel's untransposed pick instead, where that differs and
+    is unswapped; a wide transpose, a small N, M outside the band, another GPU, or a kernel
+    whose heuristic chose the same tile keep the pick."""
+    h100 = "NVIDIA H100 80GB HBM3"
+    pair = GemmConfig(128, 160, 2)
+    untransposed = lambda problem: pair  # noqa: E731 - the kernel's heuristic, transpose off
+    p = Problem(1425, 5120, 5120)  # seed 256654: 40 x 13 tiles of 128x112, 77.0 % of cuBLAS
+    narrow = GemmConfig(128, 112, 1, swap_ab=True)
+    moved = tile_cost.transpose_gives_way(p, narrow, h100, untransposed)
+    assert moved is not None and moved[0] == pair
+    assert "128x112" in moved[1] and h100 in moved[1]
+    assert tile_cost.transpose_gives_way(p, narrow, "NVIDIA H200", untransposed) is None
+    wide = dataclasses.replace(narrow, tile_n=tile_cost.TRANSPOSE_KEEP_WIDTH)
+    assert tile_cost.transpose_gives_way(p, wide, h100, untransposed) is None
+    small_n = Problem(1425, tile_cost.TRANSPOSE_KEEP_N - 512, 5120)
+    assert tile_cost.transpose_gives_way(small_n, narrow, h100, untransposed) is None
+    at_n = Problem(1425, tile_cost.TRANSPOSE_KEEP_N, 5120)
+    assert tile_cost.transpose_gives_way(at_n, narrow, h100, untransposed) is not None
+    lo, hi = tile_cost.TRANSPOSE_M
+    for m in (lo - 1, hi + 1):
+        outside = Problem(m, 5120, 5120)
+        assert tile_cost.transpose_gives_way(outside, narrow, h100, untransposed) is None
+    assert tile_cost.transpose_gives_way(p, narrow, h100, lambda problem: narrow) is None
+    swapped = GemmConfig(128, 176, 1, swap_ab=True)
+    assert tile_cost.transpose_gives_way(p, narrow, h100, lambda problem: swapped) is None
+    assert tile_cost.transpose_gives_way(p, pair, h100, untransposed) is None  # unswapped

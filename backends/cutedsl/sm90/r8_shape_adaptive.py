@@ -25,7 +25,9 @@ knobs every DSL's rung 8 shares, plus ``persistent`` and ``epilogue``):
 * ``swap_ab``: compute D^T[N, M] = B A^T. Small M then sits on the wgmma N side (n16 / n32 /
   n64, the narrowest that covers M) and N fills the M side (64 or 128 rows a CTA); at M
   1024-5120 a wide swap of 11 to 33 column tiles of M may fill whole waves where unswapped
-  tiles leave one part-empty (``harness.tile_cost.whole_wave_transpose``); A and B
+  tiles leave one part-empty (``harness.tile_cost.whole_wave_transpose``; on an H100 one
+  narrower than 144 at N >= 4096 gives way to the pick it replaced: ``transpose_gives_way``,
+  A/B AR); A and B
   swap roles and D is written through a column-major view (D^T(i, j) at i + j * ld): by TMA
   store (``stmatrix .trans`` into M-major buffers; ``_epilogue.py``) or, ``epilogue=direct``,
   by predicated stores from registers, whose per-element writes along D's rows half-fill
@@ -225,6 +227,7 @@ from harness.tile_cost import (
     ranked,
     split_cover,
     swap_clusters,
+    transpose_gives_way,
     whole_wave_swap,
     whole_wave_transpose,
 )
@@ -802,7 +805,7 @@ def _ranked(problem: Problem) -> list[R8Config]:
     return ranked(problem, MENU, _valid, variant=_variant, block_k=BLOCK_K, model=COST)
 
 
-def _heuristic(problem: Problem, model: TileCostModel = COST) -> R8Config:
+def _heuristic(problem: Problem, model: TileCostModel = COST, transpose: bool = True) -> R8Config:
     """The cheapest config (``harness.tile_cost``) among the non-variants that
     ``heuristic_allows`` (swap-AB at M <= 64 < N with the narrowest cover, always at M <= 32,
     at M 33..64 against unswapped tiles wider than 64; at M 65..95 no unsplit unswapped tile;
@@ -822,7 +825,7 @@ def _heuristic(problem: Problem, model: TileCostModel = COST) -> R8Config:
     unswapped pick wasting 10 % of its waves' SM time or more (idle or past M and N), where
     its own fill 95 % of theirs and waste 3 points less. ``model`` prices the configs
     (``COST``; ``fit-cost --moves`` passes fitted constants to list the picks they would
-    move)."""
+    move); ``transpose=False`` leaves the transpose out (``_untransposed``)."""
 
     allowed = functools.partial(_allowed, problem)
     pick = cheapest(problem, MENU, _valid, allowed, block_k=BLOCK_K, model=model)
@@ -830,8 +833,25 @@ def _heuristic(problem: Problem, model: TileCostModel = COST) -> R8Config:
     if whole in MENU and _valid(problem, whole) is None and _structurally_allowed(problem, whole):
         return whole
     seconds = functools.partial(model.seconds, problem, block_k=BLOCK_K)
-    transposed = whole_wave_transpose(problem, pick, _transposes(problem), seconds)
+    transposed = (
+        whole_wave_transpose(problem, pick, _transposes(problem), seconds) if transpose else None
+    )
     return transposed or split_cover(problem, pick) or pick
+
+
+def _untransposed(problem: Problem) -> R8Config:
+    """The heuristic's pick without ``harness.tile_cost.whole_wave_transpose``: what
+    ``harness.tile_cost.transpose_gives_way`` runs on an H100 in place of a narrow transpose."""
+    return _heuristic(problem, transpose=False)
+
+
+def _on_gpu(problem: Problem, chosen: R8Config, gpu_name: str) -> tuple[R8Config, str] | None:
+    """The rules that read the GPU (``harness.tile_cost``), all of them H100 moves: a whole-wave
+    transpose narrower than 144 at N >= 4096 gives way to the pick it replaced
+    (``transpose_gives_way``, A/B AR), a wide swap takes clusters (``swap_clusters``)."""
+    return transpose_gives_way(problem, chosen, gpu_name, _untransposed) or swap_clusters(
+        problem, chosen, gpu_name
+    )
 
 
 def _transposes(problem: Problem) -> list[R8Config]:
@@ -1699,7 +1719,7 @@ KERNEL = CuteDslKernel(
         valid=_valid,
         rank=_ranked,
         explain=_explain,
-        on_gpu=swap_clusters,
+        on_gpu=_on_gpu,
     ),
     workspace=workspace_elems,
 )
