@@ -975,12 +975,23 @@ def four_cta_swap(problem: Problem, chosen: C, gpu_name: str) -> tuple[C, str] |
     if not one_cta_swap or not FOUR_CTA_M[0] <= problem.m <= FOUR_CTA_M[1]:
         return None
     four = dataclasses.replace(chosen, cluster=4)
-    clusters = four.tiles(problem)
-    if clusters > RESIDENT_CLUSTERS_OF_FOUR:
+    return _resident(
+        problem, four, gpu_name, "four CTAs", "four", RESIDENT_CLUSTERS_OF_FOUR, "four_cta_swap"
+    )
+
+
+def _resident(
+    problem: Problem, moved: C, gpu_name: str, what: str, size: str, limit: int, rule: str
+) -> tuple[C, str] | None:
+    """``moved`` with the reason ``rule`` gives for it, where its cluster tiles fit the
+    ``limit`` clusters of ``size`` CTAs the GPU holds at once (a grid of more would run its
+    clusters in waves the rule was not timed in); None where they do not."""
+    clusters = moved.tiles(problem)
+    if clusters > limit:
         return None
-    return four, (
-        f"four CTAs on the {gpu_name} ({clusters} clusters of four, at most "
-        f"{RESIDENT_CLUSTERS_OF_FOUR} resident: tile_cost.four_cta_swap)"
+    return moved, (
+        f"{what} on the {gpu_name} ({clusters} clusters of {size}, at most {limit} resident: "
+        f"tile_cost.{rule})"
     )
 
 
@@ -1012,12 +1023,12 @@ def swap_clusters(problem: Problem, chosen: C, gpu_name: str) -> tuple[C, str] |
     if not hasattr(chosen, "cluster_n") or cdiv(problem.m, chosen.tile_n) != 3:
         return moved
     row = dataclasses.replace(chosen, cluster=1, cluster_n=3)
-    clusters = row.tiles(problem)
-    if clusters > RESIDENT_CLUSTERS_OF_THREE:
-        return moved
-    return row, (
-        f"one row tile by M's three column tiles on the {gpu_name} ({clusters} clusters of "
-        f"three, at most {RESIDENT_CLUSTERS_OF_THREE} resident: tile_cost.swap_clusters)"
+    what = "one row tile by M's three column tiles"
+    return (
+        _resident(
+            problem, row, gpu_name, what, "three", RESIDENT_CLUSTERS_OF_THREE, "swap_clusters"
+        )
+        or moved
     )
 
 
@@ -1119,12 +1130,14 @@ def sixty_four_row_clusters(problem: Problem, chosen: C, gpu_name: str) -> tuple
     if not one_cta or columns < 2 or columns % 2:
         return None
     moved = dataclasses.replace(chosen, cluster=4, cluster_n=2)
-    clusters = moved.tiles(problem)
-    if clusters > RESIDENT_CLUSTERS_OF_EIGHT:
-        return None
-    return moved, (
-        f"64-row tiles in 4x2 clusters on the {gpu_name} ({clusters} clusters of eight, at "
-        f"most {RESIDENT_CLUSTERS_OF_EIGHT} resident: tile_cost.sixty_four_row_clusters)"
+    return _resident(
+        problem,
+        moved,
+        gpu_name,
+        "64-row tiles in 4x2 clusters",
+        "eight",
+        RESIDENT_CLUSTERS_OF_EIGHT,
+        "sixty_four_row_clusters",
     )
 
 
