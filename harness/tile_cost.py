@@ -867,49 +867,6 @@ def whole_wave_transpose(
     return best if seconds(best) <= TRANSPOSE_SLACK * seconds(chosen) else None
 
 
-#: The narrowest :func:`whole_wave_transpose` tile an H100 keeps at N >= ``TRANSPOSE_KEEP_N``
-#: (:func:`transpose_gives_way`): its transposes 144-224 wide held out at 96.9-101.9 % of cuBLAS.
-TRANSPOSE_KEEP_WIDTH = 144
-#: The N from which :func:`transpose_gives_way` applies: A/B AQ's narrow transposes won at all
-#: five of its shapes of N <= 3584 and lost at four of the five of N >= 4096.
-TRANSPOSE_KEEP_N = 4096
-
-
-def transpose_gives_way(
-    problem: Problem,
-    chosen: C,
-    gpu_name: str,
-    untransposed: Callable[[Problem], C],
-) -> tuple[C, str] | None:
-    """On an H100, the pick a :func:`whole_wave_transpose` replaced (``untransposed``: the
-    kernel's heuristic without it) in place of a transposed tile narrower than
-    ``TRANSPOSE_KEEP_WIDTH`` at N >= ``TRANSPOSE_KEEP_N`` and M in ``TRANSPOSE_M``; None
-    elsewhere. At N = 5120 a 128-row transpose makes 40 row tiles by 13 column tiles of M,
-    520 tiles in four waves of 132, so M 1100-1700 all take 88-136-wide tiles there, which ran
-    74-81 % of cuBLAS on the H100 at K 4096-27648 (A/B AQ, and seed 256654's 1425x5120x5120 at
-    77.0 %); cuBLAS runs 256x112 swapped tiles in pairs at 1425x5120x5120. The rule was
-    decided by A/B AR (CuTeDSL README, "A/B AR"): fixed after AQ's data (one H100 80GB HBM3,
-    seed 631442: the pick took 0.989x the transpose's time at any N, faster at 5 of 10; 0.902x
-    at N >= 4096, 4 of 5) and before any of its own, on ten fresh shapes, and it held there
-    (seed 984756, all at N = 5120: the replaced pick took 0.899x the transpose's time, faster
-    at 8 of 10; 74-86 % of cuBLAS -> 75-95 %)."""
-    if not any(g in gpu_name for g in FOUR_CTA_GPUS):
-        return None
-    narrow = chosen.swap_ab and chosen.tile_n < TRANSPOSE_KEEP_WIDTH
-    if not narrow or problem.n < TRANSPOSE_KEEP_N:
-        return None
-    if not TRANSPOSE_M[0] <= problem.m <= TRANSPOSE_M[1]:
-        return None
-    pick = untransposed(problem)
-    if pick == chosen or pick.swap_ab:
-        return None
-    return pick, (
-        f"the pick a {chosen.tile_m}x{chosen.tile_n} transpose replaced, on the {gpu_name} "
-        f"(narrower than {TRANSPOSE_KEEP_WIDTH} at N >= {TRANSPOSE_KEEP_N}: "
-        "tile_cost.transpose_gives_way)"
-    )
-
-
 #: L2 of an H100 and an H200 (50 MB): an operand larger than this comes from DRAM again on
 #: every pass a tile order makes over it.
 L2_BYTES = 50 * 2**20
@@ -936,14 +893,65 @@ def heuristic_raster(problem: Problem, config: GemmConfig) -> str:
 
 
 # -- rules that read the GPU ----------------------------------------------------------------
+#: GPU models (a part of the name) where the rules below hold: the model their A/Bs ran on (the
+#: 132-SM H100 SXM; an H100 PCIe has 114 SMs and other resident cluster counts). Elsewhere
+#: each returns None and the pick stands.
+RULE_GPUS = ("H100 80GB HBM3",)
+
+
+def _rules_hold(gpu_name: str) -> bool:
+    """Whether ``gpu_name`` is one of ``RULE_GPUS``."""
+    return any(g in gpu_name for g in RULE_GPUS)
+
+
+#: The narrowest :func:`whole_wave_transpose` tile an H100 keeps at N >= ``TRANSPOSE_KEEP_N``
+#: (:func:`transpose_gives_way`): its transposes 144-224 wide held out at 96.9-101.9 % of cuBLAS.
+TRANSPOSE_KEEP_WIDTH = 144
+#: The N from which :func:`transpose_gives_way` applies: A/B AQ's narrow transposes won at all
+#: five of its shapes of N <= 3584 and lost at four of the five of N >= 4096.
+TRANSPOSE_KEEP_N = 4096
+
+
+def transpose_gives_way(
+    problem: Problem,
+    chosen: C,
+    gpu_name: str,
+    untransposed: Callable[[Problem], C],
+) -> tuple[C, str] | None:
+    """On an H100, the pick a :func:`whole_wave_transpose` replaced (``untransposed``: the
+    kernel's heuristic without it) in place of a transposed tile narrower than
+    ``TRANSPOSE_KEEP_WIDTH`` at N >= ``TRANSPOSE_KEEP_N`` and M in ``TRANSPOSE_M``; None
+    elsewhere. At N = 5120 a 128-row transpose makes 40 row tiles by 13 column tiles of M,
+    520 tiles in four waves of 132, so M 1100-1700 all take 88-136-wide tiles there, which ran
+    74-81 % of cuBLAS on the H100 at K 4096-27648 (A/B AQ, and seed 256654's 1425x5120x5120 at
+    77.0 %); cuBLAS runs 256x112 swapped tiles in pairs at 1425x5120x5120. The rule was
+    decided by A/B AR (CuTeDSL README, "A/B AR"): fixed after AQ's data (one H100 80GB HBM3,
+    seed 631442: the pick took 0.989x the transpose's time at any N, faster at 5 of 10; 0.902x
+    at N >= 4096, 4 of 5) and before any of its own, on ten fresh shapes, and it held there
+    (seed 984756, all at N = 5120: the replaced pick took 0.899x the transpose's time, faster
+    at 8 of 10; 74-86 % of cuBLAS -> 75-95 %)."""
+    if not _rules_hold(gpu_name):
+        return None
+    narrow = chosen.swap_ab and chosen.tile_n < TRANSPOSE_KEEP_WIDTH
+    if not narrow or problem.n < TRANSPOSE_KEEP_N:
+        return None
+    if not TRANSPOSE_M[0] <= problem.m <= TRANSPOSE_M[1]:
+        return None
+    pick = untransposed(problem)
+    if pick == chosen or pick.swap_ab:
+        return None
+    return pick, (
+        f"the pick a {chosen.tile_m}x{chosen.tile_n} transpose replaced, on the {gpu_name} "
+        f"(narrower than {TRANSPOSE_KEEP_WIDTH} at N >= {TRANSPOSE_KEEP_N}: "
+        "tile_cost.transpose_gives_way)"
+    )
+
+
 #: Clusters of four CTAs a 132-SM Hopper holds at once (``cudaOccupancyMaxActiveClusters`` on
 #: the H100 SXM and the H200): 30, not 132 // 4. More clusters of work than this run a second
 #: round (1.8x the time at 32 clusters: CuTeDSL README, "A/B Z ran").
 RESIDENT_CLUSTERS_OF_FOUR = 30
-#: GPU models (a part of the name) where :func:`four_cta_swap` holds: the model its A/Bs ran on
-#: (the 132-SM H100 SXM; an H100 PCIe has 114 SMs and another resident count), and the M band
-#: the A/B that decided it drew its shapes from.
-FOUR_CTA_GPUS = ("H100 80GB HBM3",)
+#: The M band :func:`four_cta_swap` holds in: where the A/B that decided it drew its shapes.
 FOUR_CTA_M = (150, 450)
 #: The widest tile :func:`four_cta_swap` moves (the four-CTA menus' widths: 72..128).
 FOUR_CTA_MAX_WIDTH = 128
@@ -961,7 +969,7 @@ def four_cta_swap(problem: Problem, chosen: C, gpu_name: str) -> tuple[C, str] |
     one-CTA time, faster at all ten, after A/B Y (0.952x, 9 of 10) and Z (faster at 11 of the
     12 raster-n picks of both, slower at all 6 raster-m ones). On the H200 four CTAs gained
     0-8 % and lost at long K: no rule there (CuTeDSL README, "Thirty-fifth version")."""
-    if not any(g in gpu_name for g in FOUR_CTA_GPUS):
+    if not _rules_hold(gpu_name):
         return None
     one_cta_swap = (
         chosen.wide_swap
@@ -1067,7 +1075,7 @@ def fuller_wave_rows(
     "Thirty-eighth version"). On the H200 (where none of these tiles is picked in one wave:
     ``ROWS_192_PICKED``) 192x80 lost to a 128-row pick that already filled the wave
     (222x8192x3584: 89.9 % of cuBLAS against 100.4 %)."""
-    if not any(g in gpu_name for g in FOUR_CTA_GPUS):
+    if not _rules_hold(gpu_name):
         return None
     one_cta = chosen.swap_ab and chosen.cluster == 1 and getattr(chosen, "cluster_n", 1) == 1
     if not one_cta or chosen.split_k != 1 or chosen.stream_k or chosen.tile_m == rows:
@@ -1114,7 +1122,7 @@ def sixty_four_row_clusters(problem: Problem, chosen: C, gpu_name: str) -> tuple
     94; ten fresh shapes, seed 547331, drawn before any timing): **0.942x** the one-CTA time,
     faster at all ten, 86.3-96.1 % of cuBLAS -> 95.1-101.9 % (CuTeDSL README, "Thirty-ninth
     version")."""
-    if not any(g in gpu_name for g in FOUR_CTA_GPUS) or not hasattr(chosen, "cluster_n"):
+    if not _rules_hold(gpu_name) or not hasattr(chosen, "cluster_n"):
         return None
     one_cta = (
         chosen.wide_swap
