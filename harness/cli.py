@@ -230,6 +230,23 @@ def _rest_of(source: Path, out: Path, env: dict[str, Any], units: list[Unit]) ->
     return rest
 
 
+def _source_units(rest_of: dict[str, Any], out: Path) -> set[str]:
+    """The problems the source of a ``--rest-of`` file finished (its ``environment.run.rest_of``
+    record): a ``--resume`` of that file leaves them out as the first run of it did."""
+    from harness.merge import finished_units
+    from harness.results import ResultsError, load
+
+    source = rest_of.get("source")
+    try:
+        if not isinstance(source, str) or not source:
+            raise ResultsError("its environment.run.rest_of names no source file")
+        return finished_units(load(source))
+    except ResultsError as e:
+        raise UsageError(
+            f"--resume: {out} is the rest of another run, needed to continue it: {e}"
+        ) from None
+
+
 def cmd_bench(args: argparse.Namespace) -> int:
     from harness.env import host_environment
     from harness.executors import (
@@ -338,14 +355,23 @@ def cmd_bench(args: argparse.Namespace) -> int:
         if why:
             raise UsageError(f"--resume: {why}")
         done = finished_units(base)
-        units = [u for u in units if u.key not in done]
+        skip, also = done, ""
+        rest_of = (base.environment.get("run") or {}).get("rest_of")
+        if rest_of:
+            # The file is the rest of another: its source's problems stay out too, or the
+            # join of the two would hold them twice (`merge` refuses that).
+            source_done = _source_units(rest_of, out)
+            skip = done | source_done
+            also = f" (and {len(source_done)} in {rest_of.get('source')}, whose rest it is)"
+            env["run"]["rest_of"] = rest_of
+        units = [u for u in units if u.key not in skip]
         for key in ("gpus", "quarantined"):
             env[key] = list(base.environment.get(key) or [])
         env["resumed"] = [
             *(base.environment.get("resumed") or []),
             {"at": _stamp(), "host": env.get("host"), "units_done": len(done)},
         ]
-        _print(f"resuming {out}: {len(done)} problem(s) done, {len(units)} to run")
+        _print(f"resuming {out}: {len(done)} problem(s) done{also}, {len(units)} to run")
     if args.rest_of:
         units = _rest_of(Path(args.rest_of), out, env, units)
     status = survey(specs, envs, args.timeout)

@@ -252,6 +252,24 @@ def test_the_rest_of_a_run_of_other_code_joins_it(fake_gpu_env, tmp_path: Path) 
     doc = load(rest)
     assert {rec.problem_key for rec in doc.bench} == {f"{s}-fp16" for s in SIX[2:4]}
     assert doc.environment["run"]["rest_of"]["git_sha"] == "0000000"
+    # the rest, killed after one problem, resumes into itself without the source's problems
+    raw = json.loads(rest.read_text())
+    raw["records"] = [rec for rec in raw["records"] if rec["problem_key"] == f"{SIX[2]}-fp16"]
+    raw["finished"] = None
+    rest.write_text(json.dumps(raw))
+    r = _bench(fake_gpu_env, rest, *args, "--resume")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert f"1 problem(s) done (and 2 in {cut}, whose rest it is), 1 to run" in r.stdout
+    doc = load(rest)
+    assert {rec.problem_key for rec in doc.bench} == {f"{s}-fp16" for s in SIX[2:4]}
+    assert doc.environment["run"]["rest_of"]["source"] == str(cut)
+    # ... and needs its source to do so
+    moved = tmp_path / "cut-moved.json"
+    cut.rename(moved)
+    r = _bench(fake_gpu_env, rest, *args, "--resume")
+    assert r.returncode == 2 and f"{rest} is the rest of another run" in r.stderr, r.stderr
+    assert "no such results file" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+    moved.rename(cut)
     merged = tmp_path / "merged.json"
     r = _harness(fake_gpu_env, "merge", str(cut), str(rest), "--out", str(merged), "--allow-mixed")
     assert r.returncode == 0, r.stderr
