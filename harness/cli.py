@@ -203,19 +203,22 @@ def _bench_options(args: argparse.Namespace) -> tuple[list[str | None], tuple[in
     return slots, shard
 
 
-def _rest_of(source: Path, out: Path, env: dict[str, Any], units: list[Unit]) -> list[Unit]:
+def _rest_of(
+    source: Path, out: Path, env: dict[str, Any], units: list[Unit], prefix: str = "--rest-of"
+) -> list[Unit]:
     """``units`` less those run ``source`` finished: the rest of an earlier run of this plan
-    (what ``--resume`` refuses to continue in place for other code), recorded in ``env``."""
+    (what ``--resume`` refuses to continue in place for other code), recorded in ``env``; also
+    what a ``--resume`` of such a rest leaves out (``prefix`` starts its errors)."""
     from harness.merge import finished_units, resume_problem
     from harness.results import ResultsError, load
 
     try:
         prior = load(source)
     except ResultsError as e:
-        raise UsageError(f"--rest-of: {e}") from None
+        raise UsageError(f"{prefix}: {e}") from None
     why = resume_problem(prior, env, same_code=False)
     if why:
-        raise UsageError(f"--rest-of: {why}")
+        raise UsageError(f"{prefix}: {why}")
     done = finished_units(prior)
     env["run"]["rest_of"] = {
         "source": str(source),
@@ -228,23 +231,6 @@ def _rest_of(source: Path, out: Path, env: dict[str, Any], units: list[Unit]) ->
         f"two with `python -m harness merge --allow-mixed {source} {out}`"
     )
     return rest
-
-
-def _source_units(rest_of: dict[str, Any], out: Path) -> set[str]:
-    """The problems the source of a ``--rest-of`` file finished (its ``environment.run.rest_of``
-    record): a ``--resume`` of that file leaves them out as the first run of it did."""
-    from harness.merge import finished_units
-    from harness.results import ResultsError, load
-
-    source = rest_of.get("source")
-    try:
-        if not isinstance(source, str) or not source:
-            raise ResultsError("its environment.run.rest_of names no source file")
-        return finished_units(load(source))
-    except ResultsError as e:
-        raise UsageError(
-            f"--resume: {out} is the rest of another run, needed to continue it: {e}"
-        ) from None
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
@@ -344,6 +330,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     }
     units = plan_units(problems, shard)
     base = None
+    rest_of = (Path(args.rest_of), "--rest-of") if args.rest_of else None
     if args.resume and not out.exists():
         _print(f"--resume: {out} does not exist yet; starting it")
     if args.resume and out.exists():
@@ -355,25 +342,23 @@ def cmd_bench(args: argparse.Namespace) -> int:
         if why:
             raise UsageError(f"--resume: {why}")
         done = finished_units(base)
-        skip, also = done, ""
-        rest_of = (base.environment.get("run") or {}).get("rest_of")
-        if rest_of:
-            # The file is the rest of another: its source's problems stay out too, or the
-            # join of the two would hold them twice (`merge` refuses that).
-            source_done = _source_units(rest_of, out)
-            skip = done | source_done
-            also = f" (and {len(source_done)} in {rest_of.get('source')}, whose rest it is)"
-            env["run"]["rest_of"] = rest_of
-        units = [u for u in units if u.key not in skip]
+        units = [u for u in units if u.key not in done]
         for key in ("gpus", "quarantined"):
             env[key] = list(base.environment.get(key) or [])
         env["resumed"] = [
             *(base.environment.get("resumed") or []),
             {"at": _stamp(), "host": env.get("host"), "units_done": len(done)},
         ]
-        _print(f"resuming {out}: {len(done)} problem(s) done{also}, {len(units)} to run")
-    if args.rest_of:
-        units = _rest_of(Path(args.rest_of), out, env, units)
+        source = ((base.environment.get("run") or {}).get("rest_of") or {}).get("source")
+        if source:
+            # The file is the rest of another: that run's problems stay out too (below), or
+            # the join of the two would hold them twice (`merge` refuses that).
+            rest_of = (Path(source), f"--resume: {out} is the rest of another run")
+            _print(f"resuming {out}: {len(done)} problem(s) done")
+        else:
+            _print(f"resuming {out}: {len(done)} problem(s) done, {len(units)} to run")
+    if rest_of:
+        units = _rest_of(rest_of[0], out, env, units, rest_of[1])
     status = survey(specs, envs, args.timeout)
     runnable = [s for s in specs if not status[s.id].missing]
     plan = BenchPlan(

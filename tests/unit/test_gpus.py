@@ -259,7 +259,8 @@ def test_the_rest_of_a_run_of_other_code_joins_it(fake_gpu_env, tmp_path: Path) 
     rest.write_text(json.dumps(raw))
     r = _bench(fake_gpu_env, rest, *args, "--resume")
     assert r.returncode == 0, r.stdout + r.stderr
-    assert f"1 problem(s) done (and 2 in {cut}, whose rest it is), 1 to run" in r.stdout
+    assert f"resuming {rest}: 1 problem(s) done\n" in r.stdout
+    assert f"the rest of {cut}: 2 problem(s) done there, 1 to run" in r.stdout
     doc = load(rest)
     assert {rec.problem_key for rec in doc.bench} == {f"{s}-fp16" for s in SIX[2:4]}
     assert doc.environment["run"]["rest_of"]["source"] == str(cut)
