@@ -57,6 +57,8 @@ __all__ = [
     "idle_share",
     "named",
     "one_wave_rows",
+    "padded_rows",
+    "padded_rows_swap",
     "ranked",
     "split_cover",
     "swap_clusters",
@@ -1147,6 +1149,75 @@ def sixty_four_row_clusters(problem: Problem, chosen: C, gpu_name: str) -> tuple
         RESIDENT_CLUSTERS_OF_EIGHT,
         "sixty_four_row_clusters",
     )
+
+
+#: The M band :func:`padded_rows_swap` holds in: past ``PADDED_M`` and the 96 rows where an
+#: unswapped 64-row tile pads exactly a quarter (Gluon's timed exception, below), up to three
+#: 64-row tiles (the band Survey AS and the H200 tuning runs timed both ways: M 100-196).
+PADDED_ROWS_M = (97, 192)
+#: The least share of its rows an unswapped 64-row pick pads past M for
+#: :func:`padded_rows_swap` to move it. Where the pick padded 17-27 % the swap won at every
+#: shape timed (H100, Survey AS: 150x5120x4096 87.3 -> 107.0 % of cuBLAS, 151x4608x4096 92.0
+#: -> 106.0; H200 tuning runs: 140x5120x4096 80.4 -> 99.5, 100x8192x4096 99.0 -> 104.5,
+#: 106x6144x4096 96.4 -> 99.8); at 7-13 % it went both ways (H200: 168x5120x5120 99.0 against
+#: 64x168 swapped's 85.8, 179x6144x6144 114.4 against 105.3; H100: 113x3072x3072 109.8
+#: against 64x64 swapped's 116.8).
+PADDED_ROWS_SHARE = 0.15
+
+
+def padded_rows(problem: Problem, tile_rows: int) -> float:
+    """The share of the rows that unswapped tiles of ``tile_rows`` rows pad past M: 0.22 for
+    150 rows as three of 64."""
+    return 1 - problem.m / (cdiv(problem.m, tile_rows) * tile_rows)
+
+
+def padded_rows_swap(
+    problem: Problem,
+    chosen: C,
+    gpu_name: str,
+    candidates: Iterable[C],
+    widths: Sequence[int] = SWAP_WIDTHS,
+) -> tuple[C, str] | None:
+    """On an H100, M in one column of a 64-row swapped tile in place of an unswapped, unsplit
+    64-row pick that pads at least ``PADDED_ROWS_SHARE`` of its rows past M, at M in
+    ``PADDED_ROWS_M`` (shorter than N); None elsewhere. The tile is the one of ``candidates``
+    (the kernel's unsplit configs its structural rules allow) 64 rows by the narrowest of
+    ``widths`` that holds M (:func:`swap_fits`), one CTA, no stream-K, the raster
+    :func:`swap_raster` gives; the kernel's epilogue for it is the candidate's.
+
+    A rule the model does not see: both tiles stream the same weights a k-step, and the model
+    prices the unswapped one's extra row tiles (three of 64 at M = 150: 120 CTAs at N = 5120)
+    as the faster way through one wave, where the swapped one's 80 CTAs hold M whole with at
+    most 7 padded rows. Timed, the swap won wherever the pick padded a sixth of its rows or
+    more (``PADDED_ROWS_SHARE``). Fixed at stop 97 from Survey AS (one H100 80GB HBM3, six
+    tuning shapes of M 113-154: CuTeDSL README, "Survey AS") and the H200 tuning runs, before
+    any data of its own: A/B AT decides it ("A/B AT" there)."""
+    if not _rules_hold(gpu_name):
+        return None
+    unswapped = not chosen.swap_ab and chosen.tile_m == 64 and chosen.split_k == 1
+    if not unswapped or chosen.stream_k or not PADDED_ROWS_M[0] <= problem.m <= PADDED_ROWS_M[1]:
+        return None
+    padded = padded_rows(problem, chosen.tile_m)
+    if problem.m >= problem.n or padded < PADDED_ROWS_SHARE:
+        return None
+    width = next((w for w in widths if w >= problem.m and swap_fits(problem, w, widths)), None)
+    shape = (64, width, True, 1, 1, False, swap_raster(problem))
+    for c in candidates:
+        if (
+            c.tile_m,
+            c.tile_n,
+            c.swap_ab,
+            c.cluster,
+            c.split_k,
+            c.stream_k,
+            c.raster,
+        ) == shape and getattr(c, "cluster_n", 1) == 1:
+            return c, (
+                f"64x{width} swapped holds M in one column on the {gpu_name} where the "
+                f"{chosen.tile_m}x{chosen.tile_n} pick pads {padded:.0%} of its rows: "
+                "tile_cost.padded_rows_swap"
+            )
+    return None
 
 
 #: M where unswapped tiles (64 or 128 rows) pad M to 128 rows, more than a quarter of them

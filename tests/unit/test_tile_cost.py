@@ -1004,3 +1004,44 @@ def test_a_narrow_transpose_gives_way_on_an_h100_at_n_4096_and_up() -> None:
     swapped = GemmConfig(128, 176, 1, swap_ab=True)
     assert tile_cost.transpose_gives_way(p, narrow, h100, lambda problem: swapped) is None
     assert tile_cost.transpose_gives_way(p, pair, h100, untransposed) is None  # unswapped
+
+
+def test_padded_rows_swap_holds_m_in_one_64_row_column_on_an_h100() -> None:
+    """``padded_rows_swap`` (A/B AT's rule, fixed before its data): on an H100 an unswapped,
+    unsplit 64-row pick padding a sixth of its rows or more past M (97 <= M <= 192) runs the
+    kernel's 64-row swapped tile of the narrowest width holding M, one CTA, raster by
+    ``swap_raster``; a pick padding less, M outside the band, a split, stream-K or 128-row
+    pick, another GPU, or a kernel without that tile keep the pick."""
+    h100 = "NVIDIA H100 80GB HBM3"
+    pick = GemmConfig(64, 128, 1, raster="m")
+    p = Problem(150, 5120, 4096)  # Survey AS: 87.3 % of cuBLAS unswapped, 107.0 % as 64x152
+    assert tile_cost.padded_rows(p, 64) == pytest.approx(1 - 150 / 192)
+    menu = [
+        GemmConfig(64, w, c, swap_ab=True, raster=r)
+        for w in tile_cost.SWAP_WIDTHS
+        for c in (1, 2)
+        for r in ("m", "n")
+    ]
+    moved = tile_cost.padded_rows_swap(p, pick, h100, menu)
+    assert moved is not None
+    assert moved[0] == GemmConfig(64, 152, 1, swap_ab=True, raster="n")
+    assert "22%" in moved[1] and h100 in moved[1]
+    # the weights outgrow L2 at 105x4096x7168 (58.7 MB): the swap keeps raster m there
+    wide_b = tile_cost.padded_rows_swap(Problem(105, 4096, 7168), GemmConfig(64, 64, 1), h100, menu)
+    assert wide_b is not None and (wide_b[0].tile_n, wide_b[0].raster) == (112, "m")
+    assert tile_cost.padded_rows_swap(p, pick, "NVIDIA H200", menu) is None
+    # 113 rows pad 12 % of two 64-row tiles, 96 (a quarter) sits below the band, 193 above it
+    for m in (113, 96, 193):
+        assert tile_cost.padded_rows_swap(Problem(m, 5120, 4096), pick, h100, menu) is None, m
+    for other in (
+        dataclasses.replace(pick, split_k=2),
+        dataclasses.replace(pick, stream_k=True),
+        dataclasses.replace(pick, tile_m=128),
+        GemmConfig(64, 152, 1, swap_ab=True, raster="n"),  # already swapped
+    ):
+        assert tile_cost.padded_rows_swap(p, other, h100, menu) is None, other.label
+    # the kernel's menu decides the tile: without a one-CTA 64x152 swap the pick stays
+    no_152 = [c for c in menu if not (c.tile_n == 152 and c.cluster == 1)]
+    assert tile_cost.padded_rows_swap(p, pick, h100, no_152) is None
+    # M as long as N is no short side
+    assert tile_cost.padded_rows_swap(Problem(150, 150, 4096), pick, h100, menu) is None
