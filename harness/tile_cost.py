@@ -1195,18 +1195,19 @@ def padded_rows_swap(
     it ("A/B AT" there)."""
     if not _rules_hold(gpu_name):
         return None
-    unswapped = not chosen.swap_ab and chosen.tile_m == 64 and chosen.split_k == 1
-    if not unswapped or chosen.stream_k or not PADDED_ROWS_M[0] <= problem.m <= PADDED_ROWS_M[1]:
+    unsplit = chosen.split_k == 1 and not chosen.stream_k
+    if chosen.swap_ab or chosen.tile_m != 64 or not unsplit:
         return None
     padded = padded_rows(problem, chosen.tile_m)
-    if problem.m >= problem.n or padded < PADDED_ROWS_SHARE:
+    m_in_band = PADDED_ROWS_M[0] <= problem.m <= PADDED_ROWS_M[1] and problem.m < problem.n
+    if not m_in_band or padded < PADDED_ROWS_SHARE:
         return None
     width = next((w for w in widths if w >= problem.m and swap_fits(problem, w, widths)), None)
-    wanted = dataclasses.replace(chosen, tile_n=width, swap_ab=True, raster=swap_raster(problem))
-    knobs = ("tile_m", "tile_n", "swap_ab", "split_k", "stream_k", "raster")
+    raster = swap_raster(problem)
     for c in candidates:
+        one_column = c.swap_ab and (c.tile_m, c.tile_n, c.raster) == (64, width, raster)
         one_cta = c.cluster == 1 and getattr(c, "cluster_n", 1) == 1
-        if one_cta and all(getattr(c, k) == getattr(wanted, k) for k in knobs):
+        if one_column and one_cta and c.split_k == 1 and not c.stream_k:
             return c, (
                 f"64x{width} swapped holds M in one column on the {gpu_name} where the "
                 f"{chosen.tile_m}x{chosen.tile_n} pick pads {padded:.0%} of its rows: "
