@@ -1067,6 +1067,29 @@ def test_r8_narrow_transposes_give_way_on_an_h100_at_n_4096_and_up() -> None:
         assert kept.swap_ab and kept == space.select(kid, Problem(*shape), h200), shape
 
 
+def test_r8_padded_64_row_picks_take_one_column_of_a_64_row_swap_on_an_h100() -> None:
+    """On an H100 the space's ``on_gpu`` rule runs M in one column of a 64-row swapped tile,
+    one CTA, in place of an unswapped 64-row pick padding 15 % of its rows or more at M 97-192
+    (``harness.tile_cost.padded_rows_swap``, A/B AT), at the raster ``swap_raster`` gives,
+    which no cluster rule moves on; an H200 keeps the pick, and so does an H100 where the pick
+    pads less than that (M 120: 6 %)."""
+    r8 = _r8()
+    kid, h100, h200 = r8.KERNEL.spec.id, "NVIDIA H100 80GB HBM3", "NVIDIA H200"
+    space = r8.KERNEL.space
+    for shape, width, raster in (((145, 5120, 4096), 152, "n"), ((105, 4096, 7168), 112, "m")):
+        p = Problem(*shape)
+        pick = space.select(kid, p, h200)
+        assert (pick.tile_m, pick.swap_ab, pick.split_k) == (64, False, 1), shape
+        moved = space.select(kid, p, h100)
+        knobs = (moved.tile_m, moved.tile_n, moved.raster, moved.cluster, moved.cluster_n)
+        assert moved.swap_ab and knobs == (64, width, raster, 1, 1), (shape, moved.name)
+        assert moved in r8.MENU and r8._valid(p, moved) is None and moved.split_k == 1
+        assert not moved.stream_k and moved.epilogue == "serial"
+        assert "padded_rows_swap" in space.reason(kid, p, moved, h100)
+    p = Problem(120, 4096, 4096)
+    assert space.select(kid, p, h100) == space.select(kid, p, h200)
+
+
 def test_r8_64_row_swaps_in_clusters_of_four_are_variants_only_the_h100_rule_picks() -> None:
     """The 64-row wide swaps of ``CLUSTER4_64_WIDTHS`` in clusters of four along N, alone (4x1)
     or by two columns of M (4x2, as cuBLAS's ``64x112_64x9_4x2`` on the H100 at small N), raster

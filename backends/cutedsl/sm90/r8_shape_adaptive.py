@@ -224,6 +224,7 @@ from harness.tile_cost import (
     heuristic_allows,
     heuristic_raster,
     one_wave_rows,
+    padded_rows_swap,
     ranked,
     split_cover,
     swap_clusters,
@@ -846,12 +847,30 @@ def _untransposed(problem: Problem) -> R8Config:
 
 
 def _on_gpu(problem: Problem, chosen: R8Config, gpu_name: str) -> tuple[R8Config, str] | None:
-    """The rules that read the GPU (``harness.tile_cost``), all of them H100 moves: a whole-wave
-    transpose narrower than 144 at N >= 4096 gives way to the pick it replaced
-    (``transpose_gives_way``, A/B AR), a wide swap takes clusters (``swap_clusters``)."""
-    return transpose_gives_way(problem, chosen, gpu_name, _untransposed) or swap_clusters(
-        problem, chosen, gpu_name
+    """The rules that read the GPU (``harness.tile_cost``), all of them H100 moves: an
+    unswapped 64-row pick padding M takes one column of a 64-row swap (``padded_rows_swap``,
+    A/B AT), a whole-wave transpose narrower than 144 at N >= 4096 gives way to the pick it
+    replaced (``transpose_gives_way``, A/B AR), a wide swap takes clusters (``swap_clusters``).
+    The first one's tile runs as AT timed it: one CTA at its own raster, which the cluster
+    rules would otherwise move on (``fuller_wave_rows`` takes raster-m swaps)."""
+    return (
+        padded_rows_swap(problem, chosen, gpu_name, _one_column_swaps(problem))
+        or transpose_gives_way(problem, chosen, gpu_name, _untransposed)
+        or swap_clusters(problem, chosen, gpu_name)
     )
+
+
+def _one_column_swaps(problem: Problem) -> list[R8Config]:
+    """The unsplit swapped tiles ``harness.tile_cost.padded_rows_swap`` may run: valid for
+    ``problem`` and within the heuristic's structural rules (``_structurally_allowed``)."""
+    return [
+        c
+        for c in MENU
+        if c.swap_ab
+        and c.split_k == 1
+        and _valid(problem, c) is None
+        and _structurally_allowed(problem, c)
+    ]
 
 
 def _transposes(problem: Problem) -> list[R8Config]:
