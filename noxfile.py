@@ -72,6 +72,8 @@ BENCH_DTYPES = ["--dtype", "fp16", "--dtype", "bf16"]
 EXPECT_DSL = "GEMM_STUDY_EXPECT_DSL"
 #: Where bench and codegen write (ignored by git); `python -m reports promote` curates.
 RUNS = Path("runs")
+#: The promoted results every report renders beside a run.
+COMMITTED = Path("reports/results")
 #: The entry-point group plugin backends declare (harness.protocol.ENTRY_POINT_GROUP).
 PLUGIN_GROUP = "gemm_dsl_study.backends"
 #: Set in tests(cluster), which installs the [cluster] extra: a missing Ray fails its tests.
@@ -353,11 +355,19 @@ def bench_run(session: nox.Session) -> None:
     if not _option(args, "--suite")[0]:
         args += BENCH_SUITES + ([] if _option(args, "--dtype")[0] else BENCH_DTYPES)
     session.run(py, "-m", "harness", "bench", *selection, *pythons, *args, "--out", str(run_file))
-    session.run(py, "-m", "reports", "reports/results", str(run_file), "--out", str(report_dir))
+    sources = _report_sources(COMMITTED, run_file)
+    session.run(py, "-m", "reports", *sources, "--out", str(report_dir))
     session.log(
-        f"results: {run_file}; report (committed results + this run): {report_dir}/. "
+        f"results: {run_file}; report ({' + '.join(sources)}): {report_dir}/. "
         f"To add the run to the committed results: python -m reports promote {run_file}"
     )
+
+
+def _report_sources(committed: Path, run_file: Path) -> list[str]:
+    """What a bench's report renders: the committed results beside the run, or the run alone
+    in a checkout without them (a trimmed copy on a GPU node), rather than failing the
+    session after the bench has finished."""
+    return [str(committed), str(run_file)] if committed.is_dir() else [str(run_file)]
 
 
 @nox.session(default=False)
@@ -381,7 +391,7 @@ def report(session: nox.Session) -> None:
     session.run(_python(session), "-m", "reports", *args, *session.posargs)
     # Results of another GPU model live in their own folder and report (one GPU per report: a
     # ratio compares kernels of one run on one GPU).
-    for folder in sorted(p for p in Path("reports/results").iterdir() if p.is_dir()):
+    for folder in sorted(p for p in COMMITTED.iterdir() if p.is_dir()):
         if folder.name != "archive":
             out = Path("reports/latest") / folder.name
             session.run(_python(session), "-m", "reports", str(folder), "--out", str(out))

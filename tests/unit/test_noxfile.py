@@ -26,3 +26,14 @@ def test_tests_named_after_the_double_dash_replace_the_sessions_own() -> None:
     assert paths(["-v", "-k", "rung8 and cutedsl"], *own) == list(own)
     assert paths(["-x", "tests/gpu/test_rung8.py", "-k", "cutedsl"], *own) == []
     assert paths(["tests/gpu/test_rung8.py::test_a_in_registers_is_correct"], *own) == []
+
+
+def test_a_bench_report_renders_the_run_alone_where_the_committed_results_are_absent(
+    tmp_path: Path,
+) -> None:
+    sources = _noxfile_function("_report_sources")
+    run = tmp_path / "runs" / "bench.json"
+    committed = tmp_path / "reports" / "results"
+    assert sources(committed, run) == [str(run)]
+    committed.mkdir(parents=True)
+    assert sources(committed, run) == [str(committed), str(run)]
