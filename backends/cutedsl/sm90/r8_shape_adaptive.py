@@ -182,6 +182,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import cuda.bindings.driver as cuda
@@ -854,23 +855,24 @@ def _on_gpu(problem: Problem, chosen: R8Config, gpu_name: str) -> tuple[R8Config
     The first one's tile runs as AT timed it: one CTA at its own raster, which the cluster
     rules would otherwise move on (``fuller_wave_rows`` takes raster-m swaps)."""
     return (
-        padded_rows_swap(problem, chosen, gpu_name, _one_column_swaps(problem))
+        padded_rows_swap(problem, chosen, gpu_name, _unsplit_swaps(problem))
         or transpose_gives_way(problem, chosen, gpu_name, _untransposed)
         or swap_clusters(problem, chosen, gpu_name)
     )
 
 
-def _one_column_swaps(problem: Problem) -> list[R8Config]:
+def _unsplit_swaps(problem: Problem) -> Iterator[R8Config]:
     """The unsplit swapped tiles ``harness.tile_cost.padded_rows_swap`` may run: valid for
-    ``problem`` and within the heuristic's structural rules (``_structurally_allowed``)."""
-    return [
+    ``problem`` and within the heuristic's structural rules (``_structurally_allowed``). Lazy:
+    the rule reads them only past its own checks, which most problems fail."""
+    return (
         c
         for c in MENU
         if c.swap_ab
         and c.split_k == 1
         and _valid(problem, c) is None
         and _structurally_allowed(problem, c)
-    ]
+    )
 
 
 def _transposes(problem: Problem) -> list[R8Config]:
