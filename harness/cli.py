@@ -474,10 +474,15 @@ def cmd_picks(args: argparse.Namespace) -> int:
     from harness.results import ResultsError, load
     from harness.runner import Runner, RunSettings, survey
 
+    if args.below is not None and not args.against:
+        raise UsageError("--below lists a run's misses: it needs --against RUN.json")
+    if args.below is not None and not 0 < args.below:
+        raise UsageError(f"--below {args.below}: a ratio of cuBLAS above 0, e.g. 0.9")
     reg = discover()
     _report_discovery_errors(reg)
     run = None
     ran: dict[tuple[str, str], str] = {}
+    pct: dict[tuple[str, str], float] = {}
     if args.against:
         try:
             run = load(args.against)
@@ -490,6 +495,11 @@ def cmd_picks(args: argparse.Namespace) -> int:
         }
         if not ran:
             raise UsageError(f"--against {args.against}: no record of a kernel's own config choice")
+        pct = {
+            (r.kernel, r.problem.key): r.pct_of_cublas
+            for r in run.bench
+            if r.selected and r.config is not None and r.pct_of_cublas is not None
+        }
     try:
         problems = (
             expand([canonical_suite(s) for s in args.suite], args.dtype) if args.suite else []
@@ -540,6 +550,7 @@ def cmd_picks(args: argparse.Namespace) -> int:
         _print(spec.id + ("" if reply["gpu_honoured"] else " (its own select: this machine's GPU)"))
         counts = {"same": 0, "differ": 0, "unrun": 0, "refused": 0}
         removed: set[str] = set()
+        standing = 0  # --below: problems run as today's pick would run them, under the ratio
         for problem, pick in zip(problems, reply["picks"]):
             if pick["refused"]:
                 counts["refused"] += 1
@@ -548,6 +559,15 @@ def cmd_picks(args: argparse.Namespace) -> int:
             state = {None: "unrun", True: "same", False: "differ"}[pick["as_ran"]]
             counts[state] += 1
             removed.update(pick["removed"] if state == "same" else ())
+            if args.below is not None:
+                ratio = pct.get((spec.id, problem.key))
+                if state == "same" and ratio is not None and ratio < 100 * args.below:
+                    standing += 1
+                    _print(
+                        f"  {problem.key:<24} {ratio:5.1f} % of cuBLAS  {pick['config']}  "
+                        f"[{pick['why'] or 'no reason given'}]"
+                    )
+                continue
             if run is None or state == "differ" or args.all:
                 _print(
                     f"  {problem.key:<24} {pick['config']}  [{pick['why'] or 'no reason given'}]"
@@ -561,6 +581,11 @@ def cmd_picks(args: argparse.Namespace) -> int:
                 f"{gone if removed else ''}, {counts['differ']} differ, "
                 f"{counts['unrun']} not in the run, {counts['refused']} refused"
             )
+            if args.below is not None:
+                _print(
+                    f"  {standing} of the {counts['same']} run as today's picks ran below "
+                    f"{args.below:g}x cuBLAS"
+                )
             differ += counts["differ"] + counts["refused"]
         elif counts["refused"]:
             differ += counts["refused"]
@@ -1032,6 +1057,13 @@ def build_parser() -> argparse.ArgumentParser:
         "and whether the kernels' code changed since its git SHA",
     )
     p.add_argument("--all", action="store_true", help="with --against: list every problem")
+    p.add_argument(
+        "--below",
+        type=float,
+        metavar="RATIO",
+        help="with --against: list only the problems today's selection runs as the run ran "
+        "them and that ran below RATIO of cuBLAS there (e.g. 0.9: the misses still standing)",
+    )
     p.add_argument("--strict", action="store_true", help="exit 1 if any pick differs or is refused")
     p.add_argument("--timeout", type=float, default=300.0, help="seconds to load each kernel")
     environments(p)

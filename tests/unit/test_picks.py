@@ -105,6 +105,34 @@ def test_picks_against_a_run_lists_what_differs_and_strict_fails(plugin_env, tmp
     assert strict.returncode == 1, strict.stdout + strict.stderr
 
 
+def test_picks_below_lists_only_the_misses_todays_selection_still_runs(
+    plugin_env, tmp_path
+) -> None:
+    out = tmp_path / "run.json"
+    doc = _run(plugin_env, out)
+    for rec in doc["records"]:  # as if timed: one pick at 80 % of cuBLAS, one at 95 %
+        rec["pct_of_cublas"] = 80.0 if rec["problem_key"] == "64x64x64-fp16" else 95.0
+    out.write_text(json.dumps(doc))
+    r = _picks(plugin_env, "--against", str(out), "--below", "0.9")
+    assert r.returncode == 0, r.stdout + r.stderr
+    listed = [
+        line.split() for line in r.stdout.splitlines() if line.startswith("  ") and "%" in line
+    ]
+    assert [line[:2] for line in listed] == [["64x64x64-fp16", "80.0"]]
+    assert "1 of the 2 run as today's picks ran below 0.9x cuBLAS" in r.stdout
+    for rec in doc["records"]:  # the selection has moved off the slow pick: no longer standing
+        if rec["problem_key"] == "64x64x64-fp16":
+            rec["config"] = "split=2"
+    out.write_text(json.dumps(doc))
+    moved = _picks(plugin_env, "--against", str(out), "--below", "0.9")
+    assert "0 of the 1 run as today's picks ran below 0.9x cuBLAS" in moved.stdout
+    alone = _picks(plugin_env, "--suite", "64x64x64", "--below", "0.9")
+    assert alone.returncode == 2
+    assert alone.stderr.strip().splitlines() == [
+        "error: --below lists a run's misses: it needs --against RUN.json"
+    ]
+
+
 def test_picks_against_a_missing_file_is_a_one_line_error(plugin_env, tmp_path) -> None:
     r = _picks(plugin_env, "--against", str(tmp_path / "nope.json"))
     assert r.returncode == 2
