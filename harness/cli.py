@@ -488,17 +488,12 @@ def cmd_picks(args: argparse.Namespace) -> int:
             run = load(args.against)
         except ResultsError as e:
             raise UsageError(f"--against: {e}") from None
-        ran = {
-            (r.kernel, r.problem.key): r.config
-            for r in run.bench
-            if r.selected and r.config is not None
-        }
-        if not ran:
+        own = [r for r in run.bench if r.selected and r.config is not None]
+        if not own:
             raise UsageError(f"--against {args.against}: no record of a kernel's own config choice")
+        ran = {(r.kernel, r.problem.key): r.config for r in own}
         pct = {
-            (r.kernel, r.problem.key): r.pct_of_cublas
-            for r in run.bench
-            if r.selected and r.config is not None and r.pct_of_cublas is not None
+            (r.kernel, r.problem.key): r.pct_of_cublas for r in own if r.pct_of_cublas is not None
         }
     try:
         problems = (
