@@ -52,7 +52,6 @@ __all__ = [
     "explain",
     "fit",
     "four_cta_swap",
-    "full_width_rows",
     "heuristic_allows",
     "heuristic_raster",
     "idle_share",
@@ -1217,58 +1216,6 @@ def padded_rows_swap(
                 "tile_cost.padded_rows_swap"
             )
     return None
-
-
-#: The least M and K at which :func:`full_width_rows` moves an H100 pick, and the width it
-#: moves it to. There the H100's unswapped 128-row picks narrower than 256 ran 0.917x cuBLAS
-#: (geomean of the 40 records of today's pick at the 36 timed shapes the rule moves, H100 runs
-#: of 2026-11-24 to 12-07; 4 at or above 1.00x, the lowest 0.646x); its 128x256 picks 0.992x
-#: (58 records of the runs of 2026-12-05 to 12-07; 3 below 0.90x, none below 0.891x).
-FULL_WIDTH_M = 1024
-FULL_WIDTH_K = 8192
-FULL_WIDTH = 256
-
-
-def full_width_rows(
-    problem: Problem,
-    chosen: C,
-    gpu_name: str,
-    candidates: Iterable[C],
-    seconds: Callable[[C], float],
-) -> tuple[C, str] | None:
-    """On an H100, at M >= ``FULL_WIDTH_M`` and K >= ``FULL_WIDTH_K``, an unswapped, unsplit
-    128-row pick narrower than ``FULL_WIDTH`` (stream-K or not) gives way to the cheapest by
-    the model (``seconds``) of ``candidates`` (the kernel's configs its heuristic allows) that
-    are unswapped, unsplit 128 x ``FULL_WIDTH`` tiles, any cluster, stream-K or not; None
-    elsewhere.
-
-    A rule the model does not see: it picks the narrower tile for its waves (1711x3584x14336:
-    128x128 pairs, 3.00 waves, against 128x256 pairs with stream-K priced 1 % dearer), and the
-    H100, with 0.7x the H200's DRAM bandwidth, pays more for the narrower tile's lower work per
-    byte loaded than the model's constants (fitted mostly on the H200) charge at a long K loop:
-    such picks ran 76-84 % of cuBLAS at 1709-1711x3584x14336 (seeds 626114, 188541), 86.7 % at
-    2376x4096x14336 (256654), 92.4 % at 4133x4608x36864 (188541), 81.7 % at 1088x4608x36864
-    (868726). Fixed at stop 98 from that held-out data, before any of its own: A/B AU decides
-    it (CuTeDSL README, "A/B AU")."""
-    if not _rules_hold(gpu_name):
-        return None
-    narrow = not chosen.swap_ab and chosen.tile_m == 128 and chosen.tile_n < FULL_WIDTH
-    if not narrow or chosen.split_k != 1:
-        return None
-    if problem.m < FULL_WIDTH_M or problem.k < FULL_WIDTH_K:
-        return None
-    full = [
-        c
-        for c in candidates
-        if not c.swap_ab and (c.tile_m, c.tile_n, c.split_k) == (128, FULL_WIDTH, 1)
-    ]
-    if not full:
-        return None
-    best = min(full, key=seconds)
-    return best, (
-        f"128x{FULL_WIDTH} in place of the {chosen.tile_m}x{chosen.tile_n} pick on the "
-        f"{gpu_name} (M >= {FULL_WIDTH_M}, K >= {FULL_WIDTH_K}: tile_cost.full_width_rows)"
-    )
 
 
 #: M where unswapped tiles (64 or 128 rows) pad M to 128 rows, more than a quarter of them

@@ -1045,38 +1045,3 @@ def test_padded_rows_swap_holds_m_in_one_64_row_column_on_an_h100() -> None:
     assert tile_cost.padded_rows_swap(p, pick, h100, no_152) is None
     # M as long as N is no short side
     assert tile_cost.padded_rows_swap(Problem(150, 150, 4096), pick, h100, menu) is None
-
-
-def test_full_width_rows_gives_an_h100_long_k_narrow_pick_the_cheapest_128x256() -> None:
-    """``full_width_rows`` (A/B AU's rule, fixed before its data): on an H100 at M >= 1024 and
-    K >= 8192 an unswapped, unsplit 128-row pick narrower than 256 (stream-K or not) runs the
-    candidate 128x256 unswapped unsplit tile the model prices cheapest, whatever its cluster
-    and stream-K; shorter M or K, a wide, swapped, split or 64-row pick, another GPU, or no
-    128x256 candidate keep the pick."""
-    h100 = "NVIDIA H100 80GB HBM3"
-    p = Problem(1711, 3584, 14336)  # seed 188541: 128x128 pairs at 83.8 % of cuBLAS
-    pick = GemmConfig(128, 128, 2)
-    full = [GemmConfig(128, 256, c, stream_k=sk) for c in (1, 2) for sk in (False, True)]
-    others = [GemmConfig(128, 192, 2), GemmConfig(128, 256, 1, split_k=2)]
-    price = {c: 1.0 + i for i, c in enumerate(reversed(full))}  # c2 stream-K cheapest
-    price.update({c: 0.5 for c in others})  # cheaper still, but not 128x256 unsplit
-
-    def seconds(c: GemmConfig) -> float:
-        return price[c]
-
-    moved = tile_cost.full_width_rows(p, pick, h100, full + others, seconds)
-    assert moved is not None and moved[0] == GemmConfig(128, 256, 2, stream_k=True)
-    assert "128x128" in moved[1] and h100 in moved[1] and "full_width_rows" in moved[1]
-    streamed = dataclasses.replace(pick, tile_n=192, stream_k=True)
-    assert tile_cost.full_width_rows(p, streamed, h100, full, seconds) is not None
-    assert tile_cost.full_width_rows(p, pick, "NVIDIA H200", full, seconds) is None
-    for shape in ((1023, 3584, 14336), (1711, 3584, 8184)):
-        assert tile_cost.full_width_rows(Problem(*shape), pick, h100, full, seconds) is None
-    for other in (
-        GemmConfig(128, 256, 2),  # already full width
-        GemmConfig(128, 128, 2, swap_ab=True),
-        GemmConfig(128, 128, 1, split_k=2),
-        GemmConfig(64, 128, 1),
-    ):
-        assert tile_cost.full_width_rows(p, other, h100, full, seconds) is None, other.label
-    assert tile_cost.full_width_rows(p, pick, h100, others, seconds) is None
