@@ -7,6 +7,7 @@
     python -m reports ab RUN ... [--by forced|own|change]
     python -m reports gpus RESULTS ... [--gpus A B] [--by band|config] [--kernel K ...] [--m LO-HI]
     python -m reports launched RESULTS ... [--kernel K ...]
+    python -m reports families RESULTS ... [--kernel K ...] [--dtype D] [--m LO-HI]
     python -m reports promote RUN.json [--name NAME] [--supersedes OLD.json ...] [--why TEXT]
 
 Rendering reads result files and folders (default ``reports/results``, one level deep, so its
@@ -17,7 +18,9 @@ the spread (:mod:`reports.compare`). ``ab`` gives the verdict of a config A/B (`
 --config own --config X``): forced / own time per shape and per group (:mod:`reports.ab`).
 ``gpus`` compares the same config at the same shape on two GPUs, TFLOPS/GHz and clock, beside
 cuBLAS's over the same shapes (:mod:`reports.gpus`). ``launched`` lists what each profiled
-launch ran on the device, cuBLAS's tile included (:mod:`reports.launched`).
+launch ran on the device, cuBLAS's tile included (:mod:`reports.launched`). ``families``
+pools a kernel's own choices over several runs by config family: where what is left of a gap
+sits (:mod:`reports.families`).
 Every error is one line on stderr and exit status 2, because these commands run in scripts and
 sessions where a traceback hides the one fact that matters.
 """
@@ -199,6 +202,24 @@ def _launched_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _families_parser() -> argparse.ArgumentParser:
+    from reports.data import BAR_FLOOR_PCT
+
+    p = _results_parser(
+        "families",
+        "A kernel's own choices pooled over the runs given (e.g. several held-out seeds), by "
+        "config family of the shared vocabulary: records, geomean % of cuBLAS, how many below "
+        f"{BAR_FLOOR_PCT:.0f} %, and each family's part of the pooled geomean's shortfall in "
+        "points.",
+    )
+    _kernel_option(p, "cutedsl/sm90/r8_shape_adaptive")
+    p.add_argument("--dtype", help="only problems of this dtype, e.g. fp16")
+    p.add_argument(
+        "--m", type=_m_range, metavar="LO-HI", help="only shapes of M in this range, e.g. 513-"
+    )
+    return p
+
+
 def _m_range(text: str) -> tuple[int, int | None]:
     lo, sep, hi = text.partition("-")
     try:
@@ -328,6 +349,25 @@ def _launched(argv: list[str]) -> int:
     return 0
 
 
+def _families(argv: list[str]) -> int:
+    from harness.results import load_many
+    from reports.families import format_families, pooled_families
+
+    args = _families_parser().parse_args(argv)
+    docs = load_many(args.results, warn=lambda m: _say("warning", m))
+    pooled = pooled_families(docs, args.kernel, args.dtype, args.m)
+    if args.kernel and not pooled.records:
+        known = sorted({r.kernel for d in docs for r in d.bench if r.selected and r.config_values})
+        _say(
+            "error",
+            f"--kernel {args.kernel[0]}: no own choice of it here (kernels with one: "
+            f"{', '.join(known) or 'none'})",
+        )
+        return 2
+    print(format_families(pooled))
+    return 0
+
+
 def _promote(argv: list[str]) -> int:
     from reports.promote import promote
 
@@ -361,6 +401,8 @@ def main(argv: list[str] | None = None) -> int:
             return _gpus(argv[1:])
         if argv[:1] == ["launched"]:
             return _launched(argv[1:])
+        if argv[:1] == ["families"]:
+            return _families(argv[1:])
         return _render(argv)
     except (ResultsError, ReportError, PromoteError) as e:
         _say("error", str(e))

@@ -67,6 +67,7 @@ __all__ = [
     "config_family",
     "drawn_suites",
     "family_stats",
+    "family_stats_of",
     "has_chain",
     "held_out_suites",
     "home_suite",
@@ -803,11 +804,20 @@ def family_stats(panel: SweepPanel) -> list[FamilyStat]:
     """Rung 8's timed shapes of ``panel`` by :func:`config_family`, the family that costs the
     geomean most first: where a selection or a kernel loses, by the kind of config it runs."""
     rung = SWEEP_RUNGS[1]
-    logs: dict[str, list[float]] = {}
+    points = []
     for row in panel.rows:
         record, pct = row.records.get(rung), row.pct.get(rung)
-        family = config_family(record.config_values) if record is not None else None
-        if pct is not None and pct > 0 and family is not None:
+        if record is not None and pct is not None:
+            points.append((config_family(record.config_values), pct))
+    return family_stats_of(points)
+
+
+def family_stats_of(points: Iterable[tuple[str | None, float]]) -> list[FamilyStat]:
+    """(:func:`config_family`, % of cuBLAS) points by family, the family that costs their
+    geomean most first; a point without a family or a positive % is left out."""
+    logs: dict[str, list[float]] = {}
+    for family, pct in points:
+        if pct > 0 and family is not None:
             logs.setdefault(family, []).append(math.log(pct / 100))
     total = sum(len(xs) for xs in logs.values())
     stats = [
