@@ -26,13 +26,25 @@ __all__ = ["Pooled", "format_families", "pooled_families"]
 
 @dataclass(frozen=True)
 class Pooled:
-    """The kernel's own choices pooled over ``runs`` result files: their families' stats and
-    the pooled geomean % of cuBLAS over ``records`` records."""
+    """The kernel's own choices pooled over ``runs`` result files, as their families' stats;
+    the totals follow from those (the families' points add up to 100 x ln(geomean))."""
 
     runs: int
-    records: int
-    geomean: float
     families: list[FamilyStat]
+
+    @property
+    def records(self) -> int:
+        return sum(st.shapes for st in self.families)
+
+    @property
+    def points(self) -> float:
+        """The pooled geomean's distance from cuBLAS: 100 x ln(geomean / 100 %)."""
+        return sum(st.points for st in self.families)
+
+    @property
+    def geomean(self) -> float:
+        """The pooled geomean % of cuBLAS (NaN without a record)."""
+        return 100 * math.exp(self.points / 100) if self.families else float("nan")
 
 
 def pooled_families(
@@ -59,9 +71,7 @@ def pooled_families(
             if family is not None:
                 points.append((family, rec.pct_of_cublas))
         runs += len(points) > before
-    logs = [math.log(pct / 100) for _, pct in points]
-    geomean = 100 * math.exp(sum(logs) / len(logs)) if logs else float("nan")
-    return Pooled(runs, len(points), geomean, family_stats_of(points))
+    return Pooled(runs, family_stats_of(points))
 
 
 def format_families(pooled: Pooled) -> str:
@@ -73,7 +83,7 @@ def format_families(pooled: Pooled) -> str:
         )
     head = (
         f"{pooled.records} own choices from {pooled.runs} run(s): geomean "
-        f"{pooled.geomean:.1f} % of cuBLAS, {100 * math.log(pooled.geomean / 100):+.2f} points"
+        f"{pooled.geomean:.1f} % of cuBLAS, {pooled.points:+.2f} points"
     )
     body = [
         [
