@@ -41,6 +41,7 @@ __all__ = [
     "HOPPER",
     "NARROW",
     "SK_MIN_ITERS",
+    "SPLIT_COVERS",
     "SWAP_ALIGN",
     "SWAP_WIDTHS",
     "GemmConfig",
@@ -48,6 +49,7 @@ __all__ = [
     "StreamK",
     "TileCostModel",
     "cheapest",
+    "cover_ctas",
     "cross_validate",
     "explain",
     "fit",
@@ -590,7 +592,11 @@ SPLIT_SHORT_K = 8192
 #: unsplit); forced side by side on an H100 the unsplit cover took 8-12 % less time at 64 and
 #: 72 CTAs (N = 4096, 4608). At 56 (N = 3584) it did on the H100 too, but on the H200, whose
 #: DRAM outpaces 56 SMs' streams, it tied the best split (CuTeDSL README, "Twenty-third
-#: version"): the share stays above it.
+#: version"): the share stays above it. At 32 < M <= 64 a kernel that runs split covers
+#: (``heuristic_allows``'s ``split_covers``) counts the cover it would run (:func:`cover_ctas`),
+#: within one wave: on an H100 the unswapped picks split four ways ran 90.1-96.3 % of cuBLAS at
+#: 42-57 x 3584-5120 x 13824-14336 where the swapped 64x32 or 128x32 unsplit ran 101.5-110.1 %
+#: (112-128 CTAs; CuTeDSL README, "Survey AW"). A/B AY decides it.
 COVER_SPLIT_MAX_FILL = 0.45
 
 
@@ -645,6 +651,19 @@ def split_cover(
         and cdiv(problem.m, c.tile_n) <= SPLIT_COVER_MAX_COLUMNS
     ]
     return max(fits, key=key) if fits else None
+
+
+def cover_ctas(
+    problem: Problem,
+    covers: Sequence[tuple[int, int]] = (),
+    num_sms: int = HOPPER.num_sms,
+) -> int:
+    """The CTAs of the unsplit swapped cover a kernel runs at M <= 64 < N: one per 64 rows of N
+    (the 64-row cover), or at 32 < M <= 64 for a kernel that applies :func:`split_cover` with
+    ``covers``, the split cover's that rule would run in its place."""
+    cover = GemmConfig(64, 64, 1, swap_ab=True)
+    ran = split_cover(problem, cover, covers, num_sms) if covers else None
+    return (ran or cover).ctas(problem)
 
 
 def unsplit_twin(problem: Problem, chosen: C) -> C | None:
@@ -1237,6 +1256,7 @@ def heuristic_allows(
     short_k_split_rows: int = 0,
     one_column_swap_k: int = 0,
     swapped_splits: bool = False,
+    split_covers: Sequence[tuple[int, int]] = (),
 ) -> bool:
     """The structural rules every rung-8 heuristic applies before the cost model ranks:
 
@@ -1261,7 +1281,9 @@ def heuristic_allows(
       partials, their serial epilogue and the reduce where the grid is full), and none at
       K <= ``SPLIT_SHORT_K`` unless M <= ``short_k_split_rows`` (a kernel's own decode rule),
       and none at M <= 32 and K > ``SPLIT_SHORT_K`` where the unsplit 64-row cover fills
-      ``COVER_SPLIT_MAX_FILL`` of the SMs; a kernel whose menu splits wide swapped tiles
+      ``COVER_SPLIT_MAX_FILL`` of the SMs, nor at 32 < M <= 64 for a kernel that runs
+      ``split_covers`` (:func:`split_cover`) where the cover it would run (:func:`cover_ctas`)
+      fills that share within one wave; a kernel whose menu splits wide swapped tiles
       (``swapped_splits``) splits no unswapped tile where one of its ``swap_widths`` fits M
       (:func:`swap_fits`: 64 < M < N): there the swapped split holds M in fewer padded rows
       and ran faster (CuTeDSL README, "Thirty-second version"), while a kernel without one
@@ -1301,9 +1323,11 @@ def heuristic_allows(
         if swapped_splits and not config.swap_ab:
             if any(swap_fits(problem, w, swap_widths) for w in swap_widths):
                 return False  # a wide swapped split holds M: the unswapped one pads its rows
-        if problem.m <= 32 and problem.k > SPLIT_SHORT_K:
-            if cdiv(problem.n, 64) >= COVER_SPLIT_MAX_FILL * num_sms:  # the cover's CTAs
-                return False  # the unsplit cover streams the weights as fast, without a reduce
+        if problem.k > SPLIT_SHORT_K and cover is not None:
+            ctas = cover_ctas(problem, split_covers, num_sms)
+            if problem.m <= 32 or (split_covers and ctas <= num_sms):
+                if ctas >= COVER_SPLIT_MAX_FILL * num_sms:
+                    return False  # the unsplit cover streams the weights as fast, no reduce
     return True
 
 

@@ -393,6 +393,45 @@ def test_a_whole_wave_transpose_replaces_a_part_empty_wave_at_mid_m() -> None:
     )
 
 
+def test_cover_ctas_counts_the_cover_split_cover_would_run() -> None:
+    covers = tile_cost.SPLIT_COVERS
+    expected = {  # (M, N): CTAs of the cover split_cover runs, as (rows, width)
+        (57, 4096): 128,  # 64x32, M in 2 columns
+        (42, 3584): 112,  # 64x32
+        (49, 5120): 80,  # 128x32 (64x32's 160 are over a wave)
+        (40, 5120): 120,  # 128x16 in 3 columns
+        (36, 14336): 224,  # every split cover over a wave: the 64x64 cover itself
+    }
+    for (m, n), ctas in expected.items():
+        assert tile_cost.cover_ctas(Problem(m, n, 14336), covers) == ctas, (m, n)
+        assert tile_cost.cover_ctas(Problem(m, n, 14336)) == cdiv(n, 64)  # no split covers
+    assert tile_cost.cover_ctas(Problem(20, 4096, 14336), covers) == 64  # M <= 32: 64 rows
+
+
+def test_a_kernel_with_split_covers_splits_no_unswapped_tile_its_cover_streams_as_fast() -> None:
+    covers = tile_cost.SPLIT_COVERS
+    split4 = GemmConfig(64, 128, 1, split_k=4)
+    # Survey AW (H100): 57x4096x14336 as 64x128 split 4, 90.1 % of cuBLAS; 64x32 swapped
+    # unsplit (128 CTAs) 108.0 %; 42x3584x14336: 96.3 against 105.9 % (64x32, 112 CTAs)
+    for shape in ((57, 4096, 14336), (42, 3584, 14336), (49, 5120, 13824)):
+        assert heuristic_allows(Problem(*shape), split4)  # a kernel without split covers
+        assert not heuristic_allows(Problem(*shape), split4, split_covers=covers)
+    # the cover past one wave (N = 16384: 256 CTAs of 64 rows) leaves the split to the model
+    wide = GemmConfig(64, 256, 1, split_k=2)
+    assert heuristic_allows(Problem(38, 16384, 53248), wide, split_covers=covers)
+    # a cover filling under COVER_SPLIT_MAX_FILL (N = 1536: 24 CTAs of 64 rows, 48 of 64x32)
+    fill = tile_cost.COVER_SPLIT_MAX_FILL * 132
+    assert tile_cost.cover_ctas(Problem(40, 1536, 14336), covers) == 48 < fill
+    assert heuristic_allows(Problem(40, 1536, 14336), split4, split_covers=covers)
+    # at M <= 32 the rule was already there; the covers change nothing
+    decode_split = GemmConfig(128, 16, 1, swap_ab=True, split_k=4)
+    for n in (3584, 4096):
+        p = Problem(8, n, 14336)
+        assert heuristic_allows(p, decode_split) == heuristic_allows(
+            p, decode_split, split_covers=covers
+        )
+
+
 def test_heuristic_rules_and_the_cheapest_allowed() -> None:
     assert swap_cover(Problem(1, 4096, 4096)) == 16
     assert swap_cover(Problem(33, 4096, 4096)) == 64
