@@ -1323,11 +1323,10 @@ def heuristic_allows(
         if swapped_splits and not config.swap_ab:
             if any(swap_fits(problem, w, swap_widths) for w in swap_widths):
                 return False  # a wide swapped split holds M: the unswapped one pads its rows
-        if problem.k > SPLIT_SHORT_K and cover is not None:
-            ctas = cover_ctas(problem, split_covers, num_sms)
-            if problem.m <= 32 or (split_covers and ctas <= num_sms):
-                if ctas >= COVER_SPLIT_MAX_FILL * num_sms:
-                    return False  # the unsplit cover streams the weights as fast, no reduce
+        if problem.k > SPLIT_SHORT_K and cover is not None and (problem.m <= 32 or split_covers):
+            ctas = cover_ctas(problem, split_covers, num_sms)  # at 32 < M: within one wave
+            if COVER_SPLIT_MAX_FILL * num_sms <= ctas and (problem.m <= 32 or ctas <= num_sms):
+                return False  # the unsplit cover streams the weights as fast, no reduce
     return True
 
 

@@ -17,6 +17,7 @@ import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from harness.records import Status
 from harness.results import Document
 from harness.summary import text_table
 from reports.data import BAR_FLOOR_PCT, FamilyStat, config_family, family_stats_of
@@ -61,7 +62,7 @@ def pooled_families(
     for doc in docs:
         before = len(points)
         for rec in doc.bench:
-            if rec.selected is not True or rec.status.value != "ok" or not rec.pct_of_cublas:
+            if rec.selected is not True or rec.status != Status.OK or not rec.pct_of_cublas:
                 continue
             if (wanted and rec.kernel not in wanted) or (dtype and rec.problem.dtype != dtype):
                 continue
