@@ -662,8 +662,7 @@ def cover_ctas(
     (the 64-row cover), or at 32 < M <= 64 for a kernel that applies :func:`split_cover` with
     ``covers``, the split cover's that rule would run in its place."""
     cover = GemmConfig(64, 64, 1, swap_ab=True)
-    ran = split_cover(problem, cover, covers, num_sms) if covers else None
-    return (ran or cover).ctas(problem)
+    return (split_cover(problem, cover, covers, num_sms) or cover).ctas(problem)
 
 
 def unsplit_twin(problem: Problem, chosen: C) -> C | None:
