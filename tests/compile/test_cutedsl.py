@@ -1403,6 +1403,31 @@ def test_r8_trades_the_64_column_cover_for_a_split_cover_in_one_wave() -> None:
         assert not (p.m > 32 and pick.swap_ab and pick.tile_n < 64), p.key
 
 
+def test_r8_splits_no_unswapped_tile_where_the_split_cover_streams_as_fast(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """At M 33..64 and K > 8192 the heuristic splits no unswapped tile where the cover it would
+    run fills ``COVER_SPLIT_MAX_FILL`` of the SMs within one wave (``split_covers``): it runs
+    that split cover unsplit instead. H100 Survey AW: 57x4096x14336 64x32 108.0 % of cuBLAS
+    against the four-way split's 90.1 %, 49x5120x13824 128x32 110.1 against 92.7 (README,
+    "Survey AW and A/B AY"). Past one wave (N = 16384) the split stays the model's, and no
+    `sweep` pick moves."""
+    r8 = _r8()
+    want = {
+        (57, 4096, 14336): "64x32 swap",
+        (42, 3584, 14336): "64x32 swap",
+        (49, 5120, 13824): "128x32 swap",
+        (40, 5120, 14336): "128x16 swap",
+    }
+    _assert_picks(r8, want, "direct")
+    assert r8._heuristic(Problem(38, 16384, 53248, "fp16")).split_k == 2
+    sweep = expand(["sweep"])
+    picks = [r8._heuristic(p) for p in sweep]
+    monkeypatch.setattr(r8, "SPLIT_COVERS", ())  # the forty-first version's rules
+    assert r8._heuristic(Problem(57, 4096, 14336, "fp16")).label == "64x128 split4"
+    assert [r8._heuristic(p) for p in sweep] == picks
+
+
 def test_r8_trades_stream_k_for_192_rows_over_whole_waves() -> None:
     """Where the model picks stream-K for a wide swap and 192-row tiles in two columns fill
     two waves or more, the last to 90 % or more, the heuristic runs those instead

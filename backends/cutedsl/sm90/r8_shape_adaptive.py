@@ -155,8 +155,10 @@ allows it, stream-K included; swapped, the TMA store for wide tiles and direct s
 covers), that ``harness.tile_cost.heuristic_allows`` (swap A and B exactly when M <= 64 < N,
 with tile_n the narrowest of 16/32/64 covering M; narrow tiles only as that cover; a wide
 swap in one column tile only at K <= ``ONE_COLUMN_SWAP_K``; splits keeping >= 512 of K, of a
-grid under half a wave, and of decode only where the 64-row cover fills less than
-``COVER_SPLIT_MAX_FILL`` of the SMs), on a cluster ``HEURISTIC_CLUSTERS`` allows; at M 33..64
+grid under half a wave, and of decode only where the cover it would run fills less than
+``COVER_SPLIT_MAX_FILL`` of the SMs: at M <= 32 the 64-row cover, at M 33..64 the split cover
+below, within one wave, ``SPLIT_COVERS`` passed as ``split_covers``; README, "Survey AW and
+A/B AY"), on a cluster ``HEURISTIC_CLUSTERS`` allows; at M 33..64
 ``harness.tile_cost.split_cover`` then trades the 64-column cover for a narrower one, M in two
 or three column tiles, where that fills more of one wave (README, "Twenty-seventh version": the
 cover streams the weights slower per CTA than the model says); and
@@ -216,6 +218,7 @@ from harness.tile_cost import (
     HOPPER,
     NARROW,
     SK_MIN_ITERS,
+    SPLIT_COVERS,
     SWAP_ALIGN,
     GemmConfig,
     StreamK,
@@ -813,7 +816,8 @@ def _heuristic(problem: Problem, model: TileCostModel = COST, transpose: bool = 
     at M 33..64 against unswapped tiles wider than 64; at M 65..95 no unsplit unswapped tile;
     narrow tiles only as the cover of the short side; a wide swap in one column tile only at
     K <= ``ONE_COLUMN_SWAP_K``; splits keeping >= 512 of K, of a grid under half a wave, at
-    K > 8192, and at M <= 32 only where the 64-row cover fills less than
+    K > 8192, and at M <= 64 only where the cover it would run (``harness.tile_cost.cover_ctas``:
+    the 64-row cover, or at M 33..64 the split cover, within one wave) fills less than
     ``COVER_SPLIT_MAX_FILL`` of the SMs; a split only of a swapped tile where a wide swap fits M;
     ``heuristic_raster``'s raster) on a cluster ``_heuristic_clusters`` allows; a 64-row wide
     swap only where its 128-row twin leaves half the SMs idle, a 192-row one only in one
@@ -908,7 +912,12 @@ def _structurally_allowed(problem: Problem, c: R8Config) -> bool:
     return (
         not _variant(problem, c)
         and heuristic_allows(
-            problem, c, BLOCK_K, one_column_swap_k=ONE_COLUMN_SWAP_K, swapped_splits=True
+            problem,
+            c,
+            BLOCK_K,
+            one_column_swap_k=ONE_COLUMN_SWAP_K,
+            swapped_splits=True,
+            split_covers=SPLIT_COVERS,
         )
         and c.cluster in _heuristic_clusters(c)
     )
