@@ -63,6 +63,7 @@ __all__ = [
     "padded_rows_swap",
     "ranked",
     "split_cover",
+    "square_tile_swap",
     "swap_clusters",
     "swap_cover",
     "swap_fits",
@@ -1234,6 +1235,84 @@ def padded_rows_swap(
                 "tile_cost.padded_rows_swap"
             )
     return None
+
+
+#: M above which :func:`square_tile_swap` applies: past decode and the 4-CTA swaps' band.
+SQUARE_TILE_M = 512
+#: The least N :func:`square_tile_swap` applies at. A/B BA (stop 102) ran the rule at every N:
+#: the swaps won at all seven of its shapes at N 3584-5120 (0.78-0.97x the pick's time) and
+#: lost at all three at N = 3072 (1.08-1.30x), as at 600x3072x8192 (Survey "smalln", 1.04x).
+SQUARE_TILE_MIN_N = 3584
+#: The narrowest swapped tile :func:`square_tile_swap` runs (the widths the H100's whole-wave
+#: transposes held out at 96.9-101.9 % of cuBLAS: ``TRANSPOSE_KEEP_WIDTH``).
+SQUARE_TILE_MIN_WIDTH = 144
+#: The most :func:`wasted_share` the swapped tile may waste above the 128x128 pick's: at
+#: 1711x3584x14336 both wasted 0.054 and the swap ran 102.3 % of cuBLAS against the pair's 86.1.
+SQUARE_TILE_SLACK = 0.02
+#: The most column tiles (``ceil(M / width)``) a :func:`square_tile_swap` may split M into. A/B
+#: BB (stop 103) won at all eight of its shapes whose swap held M in 9-14 columns (0.77-1.00x the
+#: pick's time) and lost at both that took 28 and 33 (4183x3584x18944 1.36x, 4720x4096x14336
+#: 1.37x). The H100's earlier records say the same of one shape at two widths: 2900x3584x14336
+#: ran 99.3-105.5 % of cuBLAS in 14 columns of 208-216 and 81.3 % in 18 of 168 (Survey
+#: "smalln"), 3300x3584x18944 92.7 % in 13 of 256 and 78.0 % in 18 of 184, 2376x4096x14336
+#: 100.5 % in 12 of 200 and 84.3 % in 16 of 152 (Survey AX); 3030-4283x4608x36864 in 22 columns
+#: ran 62.6-68.5 % (A/B AK).
+SQUARE_TILE_MAX_COLUMNS = 14
+
+
+def square_tile_swap(
+    problem: Problem,
+    chosen: C,
+    gpu_name: str,
+    candidates: Iterable[C],
+    num_sms: int = HOPPER.num_sms,
+) -> tuple[C, str] | None:
+    """On an H100, the 128-row swapped tile at least ``SQUARE_TILE_MIN_WIDTH`` wide, holding M in
+    at most ``SQUARE_TILE_MAX_COLUMNS`` column tiles, that wastes the least of its waves
+    (:func:`wasted_share`; ties to the wider) in place of an unswapped
+    128x128 pick (one CTA or a pair, stream-K or not) at M above ``SQUARE_TILE_M`` and N at
+    least ``SQUARE_TILE_MIN_N``, where it wastes at most ``SQUARE_TILE_SLACK`` more than the
+    pick; None elsewhere. ``candidates``
+    are the kernel's swapped tiles as its heuristic would run them (epilogue, raster), of
+    any column count: one CTA, unsplit, no stream-K.
+
+    A rule the model does not see: it prices a 128x128 tile at the efficiency the H200 tuning
+    runs fitted, and on an H100 those picks ran 76.3 % of cuBLAS (geomean) over the ten held-out
+    and `sweep` records of them past M 512 (1709-1738x3584xK on four seeds: 76.4-87.4 %), where
+    the 128-row swaps 184-200 wide timed beside them ran 96-103 % (1600x3584x4096,
+    1711x3584x14336; CuTeDSL README, "Survey AV"). A/B BA, the rule at every N on ten fresh
+    shapes (seed 561939), failed at stop 102 (0.973x the pick's time, 7 of 10 faster): it won
+    at all seven of N >= 3584 and lost at all three of N = 3072. That half, A/B BB, failed at
+    stop 103 (0.976x, 8 of 10 faster): it won at all eight shapes whose swap held M in at most 14
+    columns and lost at both that took more (``SQUARE_TILE_MAX_COLUMNS``). The rule with that
+    cap, fixed at stop 103 before its data, is A/B BC."""
+    if not _rules_hold(gpu_name) or problem.m <= SQUARE_TILE_M or problem.n < SQUARE_TILE_MIN_N:
+        return None
+    if chosen.swap_ab or (chosen.tile_m, chosen.tile_n) != (128, 128):
+        return None
+    fits = [
+        c
+        for c in candidates
+        if c.swap_ab
+        and c.tile_m == 128
+        and c.tile_n >= SQUARE_TILE_MIN_WIDTH
+        and -(-problem.m // c.tile_n) <= SQUARE_TILE_MAX_COLUMNS
+        and c.split_k == 1
+        and not c.stream_k
+        and c.cluster == 1
+        and getattr(c, "cluster_n", 1) == 1
+    ]
+    if not fits:
+        return None
+    best = min(fits, key=lambda c: (wasted_share(c, problem, num_sms), -c.tile_n))
+    wasted = wasted_share(best, problem, num_sms)
+    pick_wasted = wasted_share(chosen, problem, num_sms)
+    if wasted > pick_wasted + SQUARE_TILE_SLACK:
+        return None
+    return best, (
+        f"128x{best.tile_n} swapped in place of the 128x128 pick on the {gpu_name} (waste "
+        f"{wasted:.3f} against {pick_wasted:.3f}): tile_cost.square_tile_swap"
+    )
 
 
 #: M where unswapped tiles (64 or 128 rows) pad M to 128 rows, more than a quarter of them

@@ -1090,6 +1090,37 @@ def test_r8_padded_64_row_picks_take_one_column_of_a_64_row_swap_on_an_h100() ->
     assert space.select(kid, p, h100) == space.select(kid, p, h200)
 
 
+def test_r8_128x128_picks_past_m_512_take_a_wide_128_row_swap_on_an_h100() -> None:
+    """On an H100 the space's ``on_gpu`` rule runs the least-waste one-CTA 128-row swap at least
+    144 wide in place of an unswapped 128x128 pick past M 512 at N >= 3584 (``harness.tile_cost
+    .square_tile_swap``, A/B BC), with the heuristic's raster and serial epilogue, whether the
+    pick was a pair, one CTA or stream-K; an H200 keeps the pick, and so does an H100 at N = 3072
+    (3372x3072x3072, where A/B BA's swap ran 1.30x the pick's time), where every such swap
+    wastes more of its waves (618x3072x8192 also for that) or takes more than 14 columns of M
+    (4183x3584x18944 and 4720x4096x14336, where A/B BB's swaps ran 1.36-1.37x)."""
+    r8 = _r8()
+    kid, h100, h200 = r8.KERNEL.spec.id, "NVIDIA H100 80GB HBM3", "NVIDIA H200"
+    space = r8.KERNEL.space
+    for shape, width in (
+        ((1711, 3584, 14336), 192),  # Survey AV: the pair 86.1 % of cuBLAS, this swap 102.3
+        ((2869, 3584, 14336), 208),
+        ((2151, 5120, 14336), 168),
+    ):
+        p = Problem(*shape)
+        pick = space.select(kid, p, h200)
+        assert (pick.tile_m, pick.tile_n, pick.swap_ab) == (128, 128, False), (shape, pick.name)
+        moved = space.select(kid, p, h100)
+        knobs = (moved.tile_m, moved.tile_n, moved.cluster, moved.cluster_n, moved.split_k)
+        assert moved.swap_ab and knobs == (128, width, 1, 1, 1), (shape, moved.name)
+        assert moved in r8.MENU and r8._valid(p, moved) is None and not r8._variant(p, moved)
+        assert not moved.stream_k and moved.epilogue == "serial"
+        assert "square_tile_swap" in space.reason(kid, p, moved, h100)
+    for shape in ((618, 3072, 8192), (3372, 3072, 3072), (4183, 3584, 18944), (4720, 4096, 14336)):
+        p = Problem(*shape)
+        assert space.select(kid, p, h200).label == "128x128", shape
+        assert space.select(kid, p, h100) == space.select(kid, p, h200), shape
+
+
 def test_r8_64_row_swaps_in_clusters_of_four_are_variants_only_the_h100_rule_picks() -> None:
     """The 64-row wide swaps of ``CLUSTER4_64_WIDTHS`` in clusters of four along N, alone (4x1)
     or by two columns of M (4x2, as cuBLAS's ``64x112_64x9_4x2`` on the H100 at small N), raster

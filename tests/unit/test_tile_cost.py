@@ -1084,3 +1084,62 @@ def test_padded_rows_swap_holds_m_in_one_64_row_column_on_an_h100() -> None:
     assert tile_cost.padded_rows_swap(p, pick, h100, no_152) is None
     # M as long as N is no short side
     assert tile_cost.padded_rows_swap(Problem(150, 150, 4096), pick, h100, menu) is None
+
+
+def test_square_tile_swap_trades_an_h100_128x128_pick_for_the_least_waste_wide_swap() -> None:
+    """``square_tile_swap`` (A/B BA's rule, fixed before its data): on an H100 an unswapped
+    128x128 pick past M 512 at N >= 3584 runs the one-CTA 128-row swap at least 144 wide that
+    wastes the least of its waves, where that wastes at most ``SQUARE_TILE_SLACK`` more than the
+    pick and holds M in at most ``SQUARE_TILE_MAX_COLUMNS`` columns; a swap wasting more, M <=
+    512, N = 3072, M past 14 columns of 256, another tile or GPU, or a menu without such a swap
+    keep it (A/B BC's rule, fixed before its data)."""
+    h100 = "NVIDIA H100 80GB HBM3"
+    pair = GemmConfig(128, 128, 2)
+    p = Problem(1711, 3584, 14336)  # Survey AV: the pair 86.1 % of cuBLAS, 128x192 swapped 102.3
+    menu = [
+        GemmConfig(128, w, c, swap_ab=True, raster="m") for w in range(8, 257, 8) for c in (1, 2)
+    ]
+    moved = tile_cost.square_tile_swap(p, pair, h100, menu)
+    assert moved is not None
+    assert moved[0] == GemmConfig(128, 192, 1, swap_ab=True, raster="m")
+    assert "square_tile_swap" in moved[1] and h100 in moved[1]
+    # 9 columns of 192 hold M: 252 tiles in two waves of 132, as wasteful as 196 pairs in 3 of 66
+    swap_waste = tile_cost.wasted_share(moved[0], p)
+    assert swap_waste == pytest.approx(tile_cost.wasted_share(pair, p), abs=1e-3)
+    assert all(
+        tile_cost.wasted_share(c, p) >= swap_waste
+        for c in menu
+        if c.cluster == 1 and c.tile_n >= tile_cost.SQUARE_TILE_MIN_WIDTH
+    )
+    # one CTA and stream-K picks of the same tile move too
+    for other in (GemmConfig(128, 128, 1), GemmConfig(128, 128, 2, stream_k=True)):
+        assert tile_cost.square_tile_swap(p, other, h100, menu) is not None, other.label
+    assert tile_cost.square_tile_swap(p, pair, "NVIDIA H200", menu) is None
+    assert tile_cost.square_tile_swap(Problem(500, 3584, 14336), pair, h100, menu) is None
+    for other in (
+        GemmConfig(128, 192, 2),
+        GemmConfig(128, 256, 2),
+        GemmConfig(128, 128, 1, swap_ab=True),
+    ):
+        assert tile_cost.square_tile_swap(p, other, h100, menu) is None, other.label
+    # narrower than 144 or in clusters the swaps are not the rule's
+    narrow = [c for c in menu if c.tile_n < tile_cost.SQUARE_TILE_MIN_WIDTH or c.cluster == 2]
+    assert tile_cost.square_tile_swap(p, pair, h100, narrow) is None
+    # N = 3072, where A/B BA's swaps lost (3372x3072x3072: 1.30x the pick's time), keeps it
+    assert tile_cost.square_tile_swap(Problem(3372, 3072, 3072), pair, h100, menu) is None
+    # past 14 columns the swaps lost (A/B BB, 4183x3584x18944: 128x152 in 28 columns, 1.36x the
+    # pick's time); at M 2897 the least-waste swap that fits 14 columns is 128x208 (A/B BB 0.997x)
+    one = GemmConfig(128, 128, 1)
+    assert tile_cost.square_tile_swap(Problem(4183, 3584, 18944), one, h100, menu) is None
+    fit = tile_cost.square_tile_swap(Problem(2897, 3584, 4096), one, h100, menu)
+    assert fit is not None and fit[0].tile_n == 208
+    assert -(-2897 // 200) > tile_cost.SQUARE_TILE_MAX_COLUMNS >= -(-2897 // 208)
+    # 1059x3584x8192: the best wide swap (128x144, 0.220) wastes more than the pick (0.123)
+    q = Problem(1059, 3584, 8192)
+    best = min(
+        (c for c in menu if c.cluster == 1 and c.tile_n >= 144),
+        key=lambda c: tile_cost.wasted_share(c, q),
+    )
+    one_cta = GemmConfig(128, 128, 1)
+    assert tile_cost.wasted_share(best, q) > tile_cost.wasted_share(one_cta, q) + 0.02
+    assert tile_cost.square_tile_swap(q, one_cta, h100, menu) is None

@@ -231,6 +231,7 @@ from harness.tile_cost import (
     padded_rows_swap,
     ranked,
     split_cover,
+    square_tile_swap,
     swap_clusters,
     transpose_gives_way,
     whole_wave_swap,
@@ -857,12 +858,20 @@ def _on_gpu(problem: Problem, chosen: R8Config, gpu_name: str) -> tuple[R8Config
     A/B AT), a whole-wave transpose narrower than 144 at N >= 4096 gives way to the pick it
     replaced (``transpose_gives_way``, A/B AR), a wide swap takes clusters (``swap_clusters``).
     The first one's tile runs as AT timed it: one CTA at its own raster, which the cluster
-    rules would otherwise move on (``fuller_wave_rows`` takes raster-m swaps)."""
-    return (
+    rules would otherwise move on (``fuller_wave_rows`` takes raster-m swaps). Last, a 128x128
+    pick past M 512 at N >= 3584 (the heuristic's, or the one a transpose gave way to) takes a
+    128-row swap at least 144 wide, in at most 14 columns of M, wasting no more of its waves
+    (``square_tile_swap``, A/B BC), as A/B BA and BB timed it: one CTA, the heuristic's raster
+    and epilogue."""
+    moved = (
         padded_rows_swap(problem, chosen, gpu_name, _unsplit_swaps(problem))
         or transpose_gives_way(problem, chosen, gpu_name, _untransposed)
         or swap_clusters(problem, chosen, gpu_name)
     )
+    square = square_tile_swap(
+        problem, moved[0] if moved else chosen, gpu_name, _square_swaps(problem)
+    )
+    return square or moved
 
 
 def _unsplit_swaps(problem: Problem) -> Iterator[R8Config]:
@@ -876,6 +885,18 @@ def _unsplit_swaps(problem: Problem) -> Iterator[R8Config]:
         and c.split_k == 1
         and _valid(problem, c) is None
         and _structurally_allowed(problem, c)
+    )
+
+
+def _square_swaps(problem: Problem) -> Iterator[R8Config]:
+    """The swapped tiles ``harness.tile_cost.square_tile_swap`` may run in place of a 128x128
+    pick: 128 rows, valid for ``problem``, as the heuristic would run them (``_variant``: its
+    epilogue and raster, one CTA of one warp release), of any column count. Lazy: the rule
+    reads them only past its own checks."""
+    return (
+        c
+        for c in MENU
+        if c.swap_ab and c.tile_m == 128 and not _variant(problem, c) and _valid(problem, c) is None
     )
 
 
