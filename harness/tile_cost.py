@@ -1298,7 +1298,7 @@ def square_tile_swap(
         if c.swap_ab
         and c.tile_m == 128
         and c.tile_n >= SQUARE_TILE_MIN_WIDTH
-        and -(-problem.m // c.tile_n) <= SQUARE_TILE_MAX_COLUMNS
+        and cdiv(problem.m, c.tile_n) <= SQUARE_TILE_MAX_COLUMNS
         and c.split_k == 1
         and not c.stream_k
         and c.cluster == 1
