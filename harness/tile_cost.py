@@ -931,6 +931,15 @@ TRANSPOSE_KEEP_WIDTH = 144
 #: The N from which :func:`transpose_gives_way` applies: A/B AQ's narrow transposes won at all
 #: five of its shapes of N <= 3584 and lost at four of the five of N >= 4096.
 TRANSPOSE_KEEP_N = 4096
+#: The most column tiles (``ceil(M / width)``) an H100 keeps a :func:`whole_wave_transpose` in
+#: (:func:`transpose_gives_way`, any N). On the H100 all 24 records of the kernel's one-CTA
+#: 128-row swaps at raster m in 18-33 columns ran 53.9-91.1 % of cuBLAS, and the best unswapped
+#: tile timed beside each ran ahead at 21 of them and within 1.1 points at the other three
+#: (86.2-102.8 %: A/B AK, AQ, BA, BB, BD and the small-N survey; the worst, 2828x8192x29568's
+#: 128x144 in 20 columns, 53.9 % against the pair's 96.1 %). In 15-17 columns the four records
+#: split: two ties, one swap 21 points behind, one 5.9 ahead (A/B BD, Survey AX), which is why
+#: A/B BD's cap of 14 failed (0.900x the time, faster at 6 of 10, stop 104) and this one is 17.
+TRANSPOSE_MAX_COLUMNS = 17
 
 
 def transpose_gives_way(
@@ -941,30 +950,40 @@ def transpose_gives_way(
 ) -> tuple[C, str] | None:
     """On an H100, the pick a :func:`whole_wave_transpose` replaced (``untransposed``: the
     kernel's heuristic without it) in place of a transposed tile narrower than
-    ``TRANSPOSE_KEEP_WIDTH`` at N >= ``TRANSPOSE_KEEP_N`` and M in ``TRANSPOSE_M``; None
-    elsewhere. At N = 5120 a 128-row transpose makes 40 row tiles by 13 column tiles of M,
-    520 tiles in four waves of 132, so M 1100-1700 all take 88-136-wide tiles there, which ran
-    74-81 % of cuBLAS on the H100 at K 4096-27648 (A/B AQ, and seed 256654's 1425x5120x5120 at
-    77.0 %); cuBLAS runs 256x112 swapped tiles in pairs at 1425x5120x5120. The rule was
-    decided by A/B AR (CuTeDSL README, "A/B AR"): fixed after AQ's data (one H100 80GB HBM3,
-    seed 631442: the pick took 0.989x the transpose's time at any N, faster at 5 of 10; 0.902x
-    at N >= 4096, 4 of 5) and before any of its own, on ten fresh shapes, and it held there
-    (seed 984756, all at N = 5120: the replaced pick took 0.899x the transpose's time, faster
-    at 8 of 10; 74-86 % of cuBLAS -> 75-95 %)."""
+    ``TRANSPOSE_KEEP_WIDTH`` at N >= ``TRANSPOSE_KEEP_N``, or one holding M in more than
+    ``TRANSPOSE_MAX_COLUMNS`` column tiles at any N, at M in ``TRANSPOSE_M``; None elsewhere.
+
+    At N = 5120 a 128-row transpose makes 40 row tiles by 13 column tiles of M, 520 tiles in
+    four waves of 132, so M 1100-1700 all take 88-136-wide tiles there, which ran 74-81 % of
+    cuBLAS on the H100 at K 4096-27648 (A/B AQ, and seed 256654's 1425x5120x5120 at 77.0 %);
+    cuBLAS runs 256x112 swapped tiles in pairs at 1425x5120x5120. The narrow half was decided
+    by A/B AR (CuTeDSL README, "A/B AR"): fixed after AQ's data (one H100 80GB HBM3, seed
+    631442: the pick took 0.989x the transpose's time at any N, faster at 5 of 10; 0.902x at N
+    >= 4096, 4 of 5) and before any of its own, on ten fresh shapes, and it held there (seed
+    984756, all at N = 5120: the replaced pick took 0.899x the transpose's time, faster at 8 of
+    10; 74-86 % of cuBLAS -> 75-95 %). The column half is A/B BE's, fixed at stop 104 after A/B
+    BD's data and before any of its own (``TRANSPOSE_MAX_COLUMNS``)."""
     if not _rules_hold(gpu_name):
         return None
-    narrow = chosen.swap_ab and chosen.tile_n < TRANSPOSE_KEEP_WIDTH
-    if not narrow or problem.n < TRANSPOSE_KEEP_N:
+    if not chosen.swap_ab:
+        return None
+    narrow = chosen.tile_n < TRANSPOSE_KEEP_WIDTH and problem.n >= TRANSPOSE_KEEP_N
+    columns = cdiv(problem.m, chosen.tile_n)
+    if not narrow and columns <= TRANSPOSE_MAX_COLUMNS:
         return None
     if not TRANSPOSE_M[0] <= problem.m <= TRANSPOSE_M[1]:
         return None
     pick = untransposed(problem)
     if pick == chosen or pick.swap_ab:
         return None
+    why = (
+        f"narrower than {TRANSPOSE_KEEP_WIDTH} at N >= {TRANSPOSE_KEEP_N}"
+        if narrow
+        else f"M in {columns} columns, more than {TRANSPOSE_MAX_COLUMNS}"
+    )
     return pick, (
         f"the pick a {chosen.tile_m}x{chosen.tile_n} transpose replaced, on the {gpu_name} "
-        f"(narrower than {TRANSPOSE_KEEP_WIDTH} at N >= {TRANSPOSE_KEEP_N}: "
-        "tile_cost.transpose_gives_way)"
+        f"({why}: tile_cost.transpose_gives_way)"
     )
 
 

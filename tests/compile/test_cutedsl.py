@@ -1067,6 +1067,29 @@ def test_r8_narrow_transposes_give_way_on_an_h100_at_n_4096_and_up() -> None:
         assert kept.swap_ab and kept == space.select(kid, Problem(*shape), h200), shape
 
 
+def test_r8_transposes_past_17_columns_give_way_on_an_h100() -> None:
+    """On an H100 the space's ``on_gpu`` rule runs the pick a whole-wave transpose holding M in
+    more than 17 column tiles replaced, at any N (``harness.tile_cost.transpose_gives_way``,
+    A/B BE), naming the columns; an H200 keeps the transpose, and so does an H100 where it
+    holds M in 14 or 16 columns (3040x3584x4096: 128x224, 100.8 % of cuBLAS on seed 415086;
+    2842x3072x3072: 128x184, which A/B BD's cap of 14 moved)."""
+    r8 = _r8()
+    kid, h100, h200 = r8.KERNEL.spec.id, "NVIDIA H100 80GB HBM3", "NVIDIA H200"
+    space = r8.KERNEL.space
+    for shape, width in (((2828, 8192, 29568), 144), ((3205, 3584, 14336), 144)):
+        p = Problem(*shape)  # A/B BD: 2828x8192x29568's 128x144 in 20 columns, 53.9 %
+        transposed = space.select(kid, p, h200)
+        assert transposed.label == f"128x{width} swap", (shape, transposed.name)
+        assert -(-p.m // width) > 17
+        pick = space.select(kid, p, h100)
+        assert pick == r8._untransposed(p) and not pick.swap_ab, (shape, pick.name)
+        assert "columns" in space.reason(kid, p, pick, h100)
+    for shape, width in (((3040, 3584, 4096), 224), ((2842, 3072, 3072), 184)):
+        p = Problem(*shape)
+        kept = space.select(kid, p, h100)
+        assert kept.label == f"128x{width} swap" and kept == space.select(kid, p, h200), shape
+
+
 def test_r8_padded_64_row_picks_take_one_column_of_a_64_row_swap_on_an_h100() -> None:
     """On an H100 the space's ``on_gpu`` rule runs M in one column of a 64-row swapped tile,
     one CTA, in place of an unswapped 64-row pick padding 15 % of its rows or more at M 97-192

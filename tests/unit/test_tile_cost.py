@@ -1045,6 +1045,36 @@ def test_a_narrow_transpose_gives_way_on_an_h100_at_n_4096_and_up() -> None:
     assert tile_cost.transpose_gives_way(p, pair, h100, untransposed) is None  # unswapped
 
 
+def test_a_transpose_past_17_columns_gives_way_on_an_h100_at_any_n() -> None:
+    """``transpose_gives_way``'s column half (A/B BE's rule, fixed before its data): on an
+    H100 a transposed pick holding M in more than ``TRANSPOSE_MAX_COLUMNS`` column tiles, at
+    any N and any width, runs the kernel's untransposed pick; 17 columns, another GPU, or M
+    outside the transpose's band keep it."""
+    h100 = "NVIDIA H100 80GB HBM3"
+    pair = GemmConfig(128, 256, 2)
+    untransposed = lambda problem: pair  # noqa: E731 - the kernel's heuristic, transpose off
+    p = Problem(2828, 3072, 3072)  # A/B BD's 2828x8192x29568 ran 128x144 in 20 columns: 53.9 %
+    wide = GemmConfig(128, 144, 1, swap_ab=True)
+    assert wide.tile_n >= tile_cost.TRANSPOSE_KEEP_WIDTH and p.n < tile_cost.TRANSPOSE_KEEP_N
+    moved = tile_cost.transpose_gives_way(p, wide, h100, untransposed)
+    assert moved is not None and moved[0] == pair
+    assert "20 columns" in moved[1] and "128x144" in moved[1]
+    assert tile_cost.transpose_gives_way(p, wide, "NVIDIA H200", untransposed) is None
+    # 2828 rows in 17 columns of 168 (2856) keep the transpose; in 18 of 160 (2880) it gives way
+    assert (
+        tile_cost.transpose_gives_way(p, dataclasses.replace(wide, tile_n=168), h100, untransposed)
+        is None
+    )
+    assert (
+        tile_cost.transpose_gives_way(p, dataclasses.replace(wide, tile_n=160), h100, untransposed)
+        is not None
+    )
+    hi = tile_cost.TRANSPOSE_M[1]
+    assert (
+        tile_cost.transpose_gives_way(Problem(hi + 1, 3072, 3072), wide, h100, untransposed) is None
+    )
+
+
 def test_padded_rows_swap_holds_m_in_one_64_row_column_on_an_h100() -> None:
     """``padded_rows_swap`` (A/B AT's rule, fixed before its data): on an H100 an unswapped,
     unsplit 64-row pick padding a sixth of its rows or more past M (97 <= M <= 192) runs the

@@ -855,8 +855,9 @@ def _untransposed(problem: Problem) -> R8Config:
 def _on_gpu(problem: Problem, chosen: R8Config, gpu_name: str) -> tuple[R8Config, str] | None:
     """The rules that read the GPU (``harness.tile_cost``), all of them H100 moves: an
     unswapped 64-row pick padding M takes one column of a 64-row swap (``padded_rows_swap``,
-    A/B AT), a whole-wave transpose narrower than 144 at N >= 4096 gives way to the pick it
-    replaced (``transpose_gives_way``, A/B AR), a wide swap takes clusters (``swap_clusters``).
+    A/B AT), a whole-wave transpose narrower than 144 at N >= 4096, or holding M in more than
+    17 columns at any N, gives way to the pick it replaced (``transpose_gives_way``, A/B AR and
+    BE), a wide swap takes clusters (``swap_clusters``).
     The first one's tile runs as AT timed it: one CTA at its own raster, which the cluster
     rules would otherwise move on (``fuller_wave_rows`` takes raster-m swaps). Last, a 128x128
     pick past M 512 at N >= 3584 (the heuristic's, or the one a transpose gave way to) takes a
