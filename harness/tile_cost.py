@@ -1264,9 +1264,9 @@ SQUARE_TILE_M = 512
 #: the swaps won at all seven of its shapes at N 3584-5120 (0.78-0.97x the pick's time) and
 #: lost at all three at N = 3072 (1.08-1.30x), as at 600x3072x8192 (Survey "smalln", 1.04x).
 SQUARE_TILE_MIN_N = 3584
-#: The narrowest swapped tile :func:`square_tile_swap` runs (the widths the H100's whole-wave
-#: transposes held out at 96.9-101.9 % of cuBLAS: ``TRANSPOSE_KEEP_WIDTH``).
-SQUARE_TILE_MIN_WIDTH = 144
+#: The narrowest swapped tile :func:`square_tile_swap` runs: the widths the H100's whole-wave
+#: transposes held out at 96.9-101.9 % of cuBLAS, which :func:`transpose_gives_way` keeps.
+SQUARE_TILE_MIN_WIDTH = TRANSPOSE_KEEP_WIDTH
 #: The most :func:`wasted_share` the swapped tile may waste above the 128x128 pick's: at
 #: 1711x3584x14336 both wasted 0.054 and the swap ran 102.3 % of cuBLAS against the pair's 86.1.
 SQUARE_TILE_SLACK = 0.02

@@ -1080,7 +1080,7 @@ def test_r8_transposes_past_17_columns_give_way_on_an_h100() -> None:
         p = Problem(*shape)  # A/B BD: 2828x8192x29568's 128x144 in 20 columns, 53.9 %
         transposed = space.select(kid, p, h200)
         assert transposed.label == f"128x{width} swap", (shape, transposed.name)
-        assert -(-p.m // width) > 17
+        assert cdiv(p.m, width) > 17
         pick = space.select(kid, p, h100)
         assert pick == r8._untransposed(p) and not pick.swap_ab, (shape, pick.name)
         assert "columns" in space.reason(kid, p, pick, h100)

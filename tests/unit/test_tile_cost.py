@@ -1163,7 +1163,7 @@ def test_square_tile_swap_trades_an_h100_128x128_pick_for_the_least_waste_wide_s
     assert tile_cost.square_tile_swap(Problem(4183, 3584, 18944), one, h100, menu) is None
     fit = tile_cost.square_tile_swap(Problem(2897, 3584, 4096), one, h100, menu)
     assert fit is not None and fit[0].tile_n == 208
-    assert -(-2897 // 200) > tile_cost.SQUARE_TILE_MAX_COLUMNS >= -(-2897 // 208)
+    assert cdiv(2897, 200) > tile_cost.SQUARE_TILE_MAX_COLUMNS >= cdiv(2897, 208)
     # 1059x3584x8192: the best wide swap (128x144, 0.220) wastes more than the pick (0.123)
     q = Problem(1059, 3584, 8192)
     best = min(
