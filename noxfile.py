@@ -399,3 +399,7 @@ def report(session: nox.Session) -> None:
             # (exit 2 with one line when the two share no config at a shape: nothing to show).
             gpus = ("gpus", "reports/results", str(folder), "--out", str(out / "gpus.md"))
             session.run(_python(session), "-m", "reports", *gpus, success_codes=[0, 2])
+    # The README's rung-8 standing: every GPU model's folder, the main one's rows first.
+    others = sorted(p for p in COMMITTED.iterdir() if p.is_dir() and p.name != "archive")
+    folders = [str(COMMITTED), *map(str, others)]
+    session.run(_python(session), "-m", "reports", "standing", *folders, "--readme", "README.md")

@@ -8,6 +8,7 @@
     python -m reports gpus RESULTS ... [--gpus A B] [--by band|config] [--kernel K ...] [--m LO-HI]
     python -m reports launched RESULTS ... [--kernel K ...]
     python -m reports families RESULTS ... [--kernel K ...] [--dtype D] [--m LO-HI]
+    python -m reports standing RESULTS ... [--readme README.md]
     python -m reports promote RUN.json [--name NAME] [--supersedes OLD.json ...] [--why TEXT]
 
 Rendering reads result files and folders (default ``reports/results``, one level deep, so its
@@ -20,7 +21,9 @@ the spread (:mod:`reports.compare`). ``ab`` gives the verdict of a config A/B (`
 cuBLAS's over the same shapes (:mod:`reports.gpus`). ``launched`` lists what each profiled
 launch ran on the device, cuBLAS's tile included (:mod:`reports.launched`). ``families``
 pools a kernel's own choices over several runs by config family: where what is left of a gap
-sits (:mod:`reports.families`).
+sits (:mod:`reports.families`). ``standing`` tabulates each DSL's rung 8 against its bars per
+GPU model (the newest held-out seed, ``sweep``, the squares) and can write that table into a
+README between its standing markers (:mod:`reports.standing`).
 Every error is one line on stderr and exit status 2, because these commands run in scripts and
 sessions where a traceback hides the one fact that matters.
 """
@@ -220,6 +223,24 @@ def _families_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _standing_parser() -> argparse.ArgumentParser:
+    p = _results_parser(
+        "standing",
+        "Where each DSL's rung 8 stands against its bars, one row per DSL and GPU model: the "
+        "newest held-out seed it ran in fp16 (geomean, per clock, shapes below the floor, the "
+        "worst), `sweep`, and 4096^3 and 8192^3. GPU models are folded apart, e.g. "
+        "reports/results reports/results/h100.",
+    )
+    p.add_argument(
+        "--readme",
+        type=Path,
+        action="append",
+        default=[],
+        help="also write the table between this file's standing markers (repeatable)",
+    )
+    return p
+
+
 def _m_range(text: str) -> tuple[int, int | None]:
     lo, sep, hi = text.partition("-")
     try:
@@ -368,6 +389,26 @@ def _families(argv: list[str]) -> int:
     return 0
 
 
+def _standing(argv: list[str]) -> int:
+    from harness.results import load_many
+    from reports.standing import format_standing, standing_rows, update_standing
+
+    args = _standing_parser().parse_args(argv)
+    warn = lambda m: _say("warning", m)  # noqa: E731
+    # path by path: the GPU models' rows follow the order of the paths
+    docs = [doc for path in args.results for doc in load_many([path], warn=warn)]
+    table = format_standing(standing_rows(docs))
+    print(table)
+    status = 0
+    for readme in args.readme:
+        if update_standing(readme, table):
+            print(f"refreshed the standing block of {readme}")
+        else:
+            _say("error", f"{readme} has no standing markers ({'<!-- standing:start -->'})")
+            status = 2
+    return status
+
+
 def _promote(argv: list[str]) -> int:
     from reports.promote import promote
 
@@ -403,6 +444,8 @@ def main(argv: list[str] | None = None) -> int:
             return _launched(argv[1:])
         if argv[:1] == ["families"]:
             return _families(argv[1:])
+        if argv[:1] == ["standing"]:
+            return _standing(argv[1:])
         return _render(argv)
     except (ResultsError, ReportError, PromoteError) as e:
         _say("error", str(e))
