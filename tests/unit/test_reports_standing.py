@@ -11,7 +11,7 @@ import pytest
 
 from harness.gemm import Problem
 from harness.problems import suite_shapes
-from harness.results import Document, ResultsWriter
+from harness.results import Document, ResultsWriter, load_many
 from reports.cli import main
 from reports.standing import STANDING_END, STANDING_START, format_standing, standing_rows
 from tests.records import bench_record
@@ -136,3 +136,19 @@ def test_the_readme_block_is_rewritten_in_place_and_a_readme_without_markers_is_
     err = capsys.readouterr().err
     assert len(err.strip().splitlines()) == 1 and "has no standing markers" in err
     assert bare.read_text() == "# no markers\n"
+
+
+def test_the_readmes_standing_table_is_what_the_committed_results_render() -> None:
+    """The README opens with the standing as ``nox -s report`` renders it from
+    ``reports/results`` and each GPU model's folder: a promoted run without a re-render, or a
+    hand edit, fails here."""
+    root = Path(__file__).resolve().parents[2]
+    committed = root / "reports" / "results"
+    folders = [
+        committed,
+        *sorted(p for p in committed.iterdir() if p.is_dir() and p.name != "archive"),
+    ]
+    docs = [doc for folder in folders for doc in load_many([folder])]
+    text = (root / "README.md").read_text()
+    block = text[text.index(STANDING_START) + len(STANDING_START) + 1 : text.index(STANDING_END)]
+    assert block == format_standing(standing_rows(docs)) + "\n"
