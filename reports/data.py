@@ -752,6 +752,29 @@ def sweep_table(ds: Dataset, suite: str = "sweep") -> list[SweepPanel]:
     return panels
 
 
+def newest_run(ds: Dataset, records: Iterable[BenchRecord | None]) -> Document | None:
+    """The newest run (by creation time) that ``records`` came from; None without one."""
+    runs = [ds.run_of(r) for r in records if r is not None]
+    return max(runs, key=lambda d: d.created or "") if runs else None
+
+
+def run_trees(env: Mapping[str, Any]) -> list[str]:
+    """The commits a run measured, in order: every piece's where a merge joined pieces of
+    other code (``harness merge --allow-mixed``; the document's own ``git_sha`` is its first
+    piece's), "?" for a piece that recorded none."""
+    pieces = [p.get("git_sha") for p in env.get("merged_from") or ()] or [env.get("git_sha")]
+    return list(dict.fromkeys(sha or "?" for sha in pieces))
+
+
+def run_label(doc: Document | None) -> str:
+    """A run as a reader finds it: its date and the trees it ran (``2026-12-07, 8538be7 +
+    bf71649`` for two runs merged)."""
+    if doc is None:
+        return "-"
+    trees = [t[:7] for t in run_trees(doc.environment) if t != "?"]
+    return ", ".join(x for x in ((doc.created or "")[:10], " + ".join(trees)) if x) or "-"
+
+
 def _weighted(suite: str, pts: list[tuple[float, Problem]]) -> float | None:
     """A held-out suite's % of cuBLAS with its M bands weighed as an average draw's."""
     if not held_out(suite):

@@ -32,6 +32,7 @@ from reports.data import (
     has_chain,
     hold_text,
     problem_order,
+    run_trees,
     same_config_classes,
     suites_of,
     sweep_panels,
@@ -120,9 +121,7 @@ def _git(env: dict[str, Any], width: int | None = None) -> str:
     """The commit a run measured, shortened to ``width``: every piece's, in order, where a
     merge joined pieces of other code (``harness merge --allow-mixed``; the document's own
     ``git_sha`` is its first piece's)."""
-    pieces = [p.get("git_sha") for p in env.get("merged_from") or ()] or [env.get("git_sha")]
-    shas = list(dict.fromkeys(sha or "?" for sha in pieces))
-    return " + ".join(f"`{sha[:width]}`" for sha in shas)
+    return " + ".join(f"`{sha[:width]}`" for sha in run_trees(env))
 
 
 def environment_lines(ds: Dataset) -> list[str]:

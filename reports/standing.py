@@ -31,6 +31,8 @@ from reports.data import (
     backend_order,
     build_dataset,
     held_out_suites,
+    newest_run,
+    run_trees,
     sweep_table,
 )
 from reports.summary import markdown_table
@@ -68,7 +70,8 @@ class Suite:
     worst_problem: Problem
     #: creation time of the newest run the suite's records came from
     created: str | None
-    git_sha: str | None
+    #: the commits it ran, shortened (``8538be7 + bf71649`` for two runs merged)
+    trees: str | None
 
     @property
     def date(self) -> str | None:
@@ -111,8 +114,7 @@ def _suite(ds: Dataset, panel: SweepPanel) -> Suite | None:
         if clocks and all(c is not None and c > 0 for c in clocks)
         else None
     )
-    runs = [ds.run_of(r) for r in recs if r is not None]
-    newest = max(runs, key=lambda d: d.created or "") if runs else None
+    newest = newest_run(ds, recs)
     return Suite(
         name=panel.suite,
         geomean=st.geomean,
@@ -123,7 +125,9 @@ def _suite(ds: Dataset, panel: SweepPanel) -> Suite | None:
         worst=st.worst,
         worst_problem=st.worst_problem,
         created=newest.created if newest else None,
-        git_sha=(str(newest.environment.get("git_sha") or "")[:7] or None) if newest else None,
+        trees=" + ".join(t[:7] for t in run_trees(newest.environment) if t != "?") or None
+        if newest
+        else None,
     )
 
 
@@ -203,7 +207,7 @@ def _held_cells(s: Suite | None) -> list[str]:
     if s is None:
         return ["-", "-", "-", "-"]
     drawn = f"{s.shapes}" if s.shapes >= s.size else f"{s.shapes} of {s.size}"
-    when = ", ".join(x for x in (s.date, s.git_sha) if x)
+    when = ", ".join(x for x in (s.date, s.trees) if x)
     w = s.worst_problem
     return [
         f"{_seed(s.name)} ({drawn}; {when})",

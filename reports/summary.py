@@ -21,6 +21,8 @@ from reports.data import (
     chain_table,
     has_chain,
     hold_text,
+    newest_run,
+    run_label,
     sweep_panels,
     warmups,
 )
@@ -275,6 +277,8 @@ def sweeps(ds: Dataset) -> Table | None:
         line.append(str(top.below) if top is not None else "-")
         line.append(f"{top.weighted:.1f}" if top is not None and top.weighted else "-")
         line.append(" + ".join(top.timers) if top is not None and top.timers else "-")
+        top_recs = [row.records.get(SWEEP_RUNGS[-1]) for row in panel.rows]
+        line.append(run_label(newest_run(ds, top_recs)) if top is not None else "-")
         rows.append(line)
     if not rows:
         return None
@@ -292,6 +296,7 @@ def sweeps(ds: Dataset) -> Table | None:
             f"r{r8} below {BAR_FLOOR_PCT:.0f}",
             f"r{r8} by M band",
             f"r{r8} timer",
+            f"r{r8} run",
         ],
         rows,
         [
@@ -308,6 +313,8 @@ def sweeps(ds: Dataset) -> Table | None:
             "(cuBLAS's). Runs with no settle timed cuBLAS's first round right after the GPU "
             "rested through the compiles, when it clocks high: they read large shapes a few % "
             "low (docs/design.md, Timing).",
+            f"r{r8} run: the date and the tree (git SHA) of the newest run rung {r8}'s numbers "
+            "come from: which version of the kernel a suite measured.",
         ],
     )
 

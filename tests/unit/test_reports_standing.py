@@ -81,7 +81,7 @@ def test_each_dsl_and_gpu_gets_its_newest_seed_its_sweep_and_its_squares() -> No
     )
     assert h200.sweep.shapes == 2 and h200.sweep.size == 43 and h200.squares == ()
     held = h100.held_out
-    assert held.name == "random:10:3" and held.date == "2026-12-05" and held.git_sha == "1234567"
+    assert held.name == "random:10:3" and held.date == "2026-12-05" and held.trees == "1234567"
     assert held.below == 1 and held.worst == pytest.approx(89.0)
     assert held.geomean == pytest.approx(100 * _geo([89.0, 120.0, 100.0]))
     # 8192^3 is one of the sweep's 43 shapes: the squares run put it in the sweep's cell too
@@ -152,3 +152,14 @@ def test_the_readmes_standing_table_is_what_the_committed_results_render() -> No
     text = (root / "README.md").read_text()
     block = text[text.index(STANDING_START) + len(STANDING_START) + 1 : text.index(STANDING_END)]
     assert block == format_standing(standing_rows(docs)) + "\n"
+
+
+def test_a_seed_joined_from_two_runs_names_both_trees() -> None:
+    """``harness merge --allow-mixed`` joins a seed's parts run on two trees: the row names both,
+    the first part's first, as the report's run list does."""
+    doc = _doc(H100, "2026-12-07", ["random:10:3"], _held(10, [95.0, 96.0, 97.0]), sha="aaaaaaa111")
+    env = {**doc.environment, "merged_from": [{"git_sha": "aaaaaaa111"}, {"git_sha": "bbbbbbb222"}]}
+    merged = Document("bench", env, doc.records, created=doc.created)
+    (row,) = standing_rows([merged])
+    assert row.held_out.trees == "aaaaaaa + bbbbbbb"
+    assert "10 (3; 2026-12-07, aaaaaaa + bbbbbbb)" in format_standing([row])
