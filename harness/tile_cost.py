@@ -962,9 +962,9 @@ def transpose_gives_way(
     >= 4096, 4 of 5) and before any of its own, on ten fresh shapes, and it held there (seed
     984756, all at N = 5120: the replaced pick took 0.899x the transpose's time, faster at 8 of
     10; 74-86 % of cuBLAS -> 75-95 %). The column half is A/B BE's, fixed at stop 104 after A/B
-    BD's data and before any of its own (``TRANSPOSE_MAX_COLUMNS``), and held at stop 105 on
-    the 8 of its 10 shapes the budget reached (seed 419595: the replaced pair took 0.849x the
-    transpose's time, faster at all 8; 56.8-84.8 % of cuBLAS -> 83.2-95.5 %)."""
+    BD's data and before any of its own (``TRANSPOSE_MAX_COLUMNS``), and held at stops 105 and
+    106 (seed 419595: the replaced pair took 0.867x the transpose's time, faster at all ten;
+    56.8-85.9 % of cuBLAS -> 83.2-95.5 %)."""
     if not _rules_hold(gpu_name):
         return None
     if not chosen.swap_ab:
