@@ -404,7 +404,8 @@ def _standing(argv: list[str]) -> int:
         if update_standing(readme, table):
             print(f"refreshed the standing block of {readme}")
         else:
-            _say("error", f"{readme} has no standing markers (<!-- standing:start --> ... end)")
+            markers = "<!-- standing:start --> and <!-- standing:end -->"
+            _say("error", f"{readme} has no standing markers ({markers})")
             status = 2
     return status
 
