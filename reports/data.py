@@ -766,13 +766,20 @@ def run_trees(env: Mapping[str, Any]) -> list[str]:
     return list(dict.fromkeys(sha or "?" for sha in pieces))
 
 
+def short_trees(env: Mapping[str, Any]) -> str:
+    """:func:`run_trees` shortened to 7 characters and joined (``8538be7 + bf71649``), pieces
+    that recorded no commit left out ("" when none did)."""
+    return " + ".join(t[:7] for t in run_trees(env) if t != "?")
+
+
 def run_label(doc: Document | None) -> str:
     """A run as a reader finds it: its date and the trees it ran (``2026-12-07, 8538be7 +
     bf71649`` for two runs merged)."""
     if doc is None:
         return "-"
-    trees = [t[:7] for t in run_trees(doc.environment) if t != "?"]
-    return ", ".join(x for x in ((doc.created or "")[:10], " + ".join(trees)) if x) or "-"
+    return (
+        ", ".join(x for x in ((doc.created or "")[:10], short_trees(doc.environment)) if x) or "-"
+    )
 
 
 def _weighted(suite: str, pts: list[tuple[float, Problem]]) -> float | None:

@@ -15,7 +15,14 @@ from harness.gemm import Problem
 from reports.data import Dataset, suite_problems
 from reports.summary import headline_notes, headline_rows, headline_table_rows, markdown_table
 
-__all__ = ["README_END", "README_START", "backend_summary", "readme_summary", "update_readme"]
+__all__ = [
+    "README_END",
+    "README_START",
+    "backend_summary",
+    "readme_summary",
+    "replace_block",
+    "update_readme",
+]
 
 
 def _fmt(v: Any, spec: str = ".1f") -> str:
@@ -108,20 +115,25 @@ def backend_summary(ds: Dataset, backend: str) -> str:
     return "\n".join(head + _md_table(header, rows))
 
 
+def replace_block(path: Path, start_prefix: str, start: str, end: str, body: str) -> bool:
+    """Replace what lies between ``path``'s block markers (a start marker beginning with
+    ``start_prefix``, written back as ``start``; then ``end``) with ``body``; False, the file
+    unchanged, when it has no such pair."""
+    text = path.read_text()
+    at = text.find(start_prefix)
+    stop = text.find(end, at)
+    if at < 0 or stop < 0:
+        return False
+    path.write_text(f"{text[:at]}{start}\n{body}\n{end}{text[stop + len(end) :]}")
+    return True
+
+
 def update_readme(ds: Dataset, readme: Path) -> bool:
     """Replace the block between the README's result markers (any start marker text, rewritten
     to :data:`README_START`); False if it has no markers. A backend's README
     (``backends/<name>/README.md``) gets that backend's table, any other the headline table."""
-    text = readme.read_text()
-    start = text.find(_START_PREFIX)
-    end = text.find(README_END, start)
-    if start < 0 or end < 0:
-        return False
-    head = text[:start]
-    tail = text[end + len(README_END) :]
     folder = readme.resolve().parent
     body = (
         backend_summary(ds, folder.name) if folder.parent.name == "backends" else readme_summary(ds)
     )
-    readme.write_text(f"{head}{README_START}\n{body}\n{README_END}{tail}")
-    return True
+    return replace_block(readme, _START_PREFIX, README_START, README_END, body)

@@ -32,9 +32,10 @@ from reports.data import (
     build_dataset,
     held_out_suites,
     newest_run,
-    run_trees,
+    short_trees,
     sweep_table,
 )
+from reports.readme import replace_block
 from reports.summary import markdown_table
 
 __all__ = [
@@ -125,9 +126,7 @@ def _suite(ds: Dataset, panel: SweepPanel) -> Suite | None:
         worst=st.worst,
         worst_problem=st.worst_problem,
         created=newest.created if newest else None,
-        trees=" + ".join(t[:7] for t in run_trees(newest.environment) if t != "?") or None
-        if newest
-        else None,
+        trees=(short_trees(newest.environment) or None) if newest else None,
     )
 
 
@@ -283,13 +282,4 @@ def format_standing(rows: Sequence[Standing]) -> str:
 def update_standing(text_path: Path, table: str) -> bool:
     """Replace the block between ``text_path``'s standing markers with ``table``; False (file
     unchanged) when it has none."""
-    text = text_path.read_text()
-    start = text.find(_START_PREFIX)
-    end = text.find(STANDING_END, start)
-    if start < 0 or end < 0:
-        return False
-    new = (
-        f"{text[:start]}{STANDING_START}\n{table}\n{STANDING_END}{text[end + len(STANDING_END) :]}"
-    )
-    text_path.write_text(new)
-    return True
+    return replace_block(text_path, _START_PREFIX, STANDING_START, STANDING_END, table)
